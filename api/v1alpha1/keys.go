@@ -1,0 +1,76 @@
+package v1alpha1
+
+// Every label, annotation and name cmsync reads or writes, built from one prefix.
+// SPEC.md is the public contract for these values; they never change at run time.
+const (
+	// Prefix is the API group and the prefix of every cmsync key.
+	Prefix = "cmsync.io/"
+
+	// FieldManager names cmsync in managedFields and server-side apply requests.
+	FieldManager = "cmsync"
+)
+
+// Keys users write on a source ConfigMap.
+const (
+	// ReplicateLabel opts a ConfigMap in when set to ReplicateLabelValue. Only ConfigMaps
+	// carrying it are sources; the controller's source cache is filtered on it.
+	ReplicateLabel      = Prefix + "replicate"
+	ReplicateLabelValue = "true"
+
+	// TargetNamespacesAnnotation is a comma list of namespace names and globs; an entry
+	// starting with "!" excludes.
+	TargetNamespacesAnnotation = Prefix + "target-namespaces"
+
+	// TargetSelectorAnnotation is a namespace label selector in kubectl -l syntax.
+	TargetSelectorAnnotation = Prefix + "target-selector"
+
+	// StripMetadataAnnotation is a comma list of label/annotation key globs not to copy.
+	StripMetadataAnnotation = Prefix + "strip-metadata"
+
+	// IgnoreNamespaceLabel set to "true" on a namespace keeps every replica out of it.
+	IgnoreNamespaceLabel      = Prefix + "ignore"
+	IgnoreNamespaceLabelValue = "true"
+)
+
+// Status annotations the controller writes on a source; users never write them.
+const (
+	StatusAnnotation       = Prefix + "status"
+	SyncedAnnotation       = Prefix + "synced"
+	MessageAnnotation      = Prefix + "message"
+	LastSyncTimeAnnotation = Prefix + "last-sync-time"
+)
+
+// Values of StatusAnnotation.
+const (
+	StatusSynced   = "Synced"
+	StatusDegraded = "Degraded"
+	StatusInvalid  = "Invalid"
+)
+
+// Markers every replica carries.
+const (
+	// ManagedByLabel with ManagedByValue marks a ConfigMap as written by cmsync.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedByValue = "cmsync"
+
+	// SourceAnnotation names the source of a replica as "<namespace>/<name>". It is the
+	// authority on ownership: a replica belongs to the source it names, and to no other.
+	SourceAnnotation = Prefix + "source"
+
+	// SourceIDLabel holds a fixed-length hash of "<namespace>/<name>" of the source, so
+	// all replicas of one source can be listed with one label selector even when the
+	// source's name is longer than a label value may be (63 characters).
+	SourceIDLabel = Prefix + "source-id"
+
+	// LastAppliedAnnotation is kubectl's client-side apply record; it describes the
+	// source, not the replica, so it is never copied.
+	LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+)
+
+// Reasons of the Events recorded on a source.
+const (
+	ReasonSynced   = "Synced"
+	ReasonConflict = "Conflict"
+	ReasonInvalid  = "Invalid"
+	ReasonFailed   = "Failed"
+)

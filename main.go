@@ -1,0 +1,202 @@
+// Command cmsync replicates labelled ConfigMaps across namespaces. main only wires:
+// flags, scheme, manager, reconcilers, health checks, start.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator"
+)
+
+// writersPerSource bounds the writes one pass over a source makes in parallel; with
+// --max-concurrent-reconciles it bounds cmsync's requests in flight.
+const writersPerSource = 16
+
+type options struct {
+	excludeNamespaces       string
+	sourceNamespaces        string
+	configMapSync           string
+	leaderElect             bool
+	leaderElectionNamespace string
+	metricsAddr             string
+	probeAddr               string
+	qps                     float64
+	burst                   int
+	maxConcurrentReconciles int
+	conflictRecheck         time.Duration
+	zap                     zap.Options
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.excludeNamespaces, "exclude-namespaces", "kube-system,kube-public,kube-node-lease",
+		"Comma list of namespace globs that never receive a replica.")
+	flag.StringVar(&o.sourceNamespaces, "source-namespaces", "*",
+		"Comma list of namespace globs where sources may live; sources elsewhere are reported Invalid.")
+	flag.StringVar(&o.configMapSync, "configmapsync", "auto",
+		"Run the ConfigMapSync controller: auto (when its CRD is installed), enabled or disabled.")
+	flag.BoolVar(&o.leaderElect, "leader-elect", false,
+		"Elect a leader so that only one of several controller processes writes.")
+	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election lease; defaults to the Pod's namespace in a cluster.")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	flag.Float64Var(&o.qps, "kube-api-qps", 500, "Client-side limit of API requests per second.")
+	flag.IntVar(&o.burst, "kube-api-burst", 1000, "Client-side burst of API requests.")
+	flag.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Sources reconciled in parallel.")
+	flag.DurationVar(&o.conflictRecheck, "conflict-recheck-interval", 30*time.Second,
+		"How soon a source whose replica is blocked by a ConfigMap cmsync does not own looks again.")
+	o.zap.BindFlags(flag.CommandLine)
+	flag.Parse()
+	return o
+}
+
+func main() {
+	o := parseFlags()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "cmsync stopped")
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	policy, err := o.policy()
+	if err != nil {
+		return err
+	}
+	if err := o.checkConfigMapSyncMode(); err != nil {
+		return err
+	}
+	mgr, err := newManager(o)
+	if err != nil {
+		return err
+	}
+	replicas, err := replicator.NewReplicaCache(ctx, mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient())
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(replicas); err != nil {
+		return err
+	}
+	sources := &replicator.SourceReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Engine: &replicator.Engine{
+			Client:    mgr.GetClient(),
+			Replicas:  replicas,
+			APIReader: mgr.GetAPIReader(),
+			Workers:   writersPerSource,
+		},
+		Policy:          policy,
+		Recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),
+		Metrics:         replicator.NewMetrics(metrics.Registry),
+		ConflictRecheck: o.conflictRecheck,
+	}
+	if err := sources.SetupWithManager(mgr, replicas, o.controllerOptions()); err != nil {
+		return fmt.Errorf("setting up the source controller: %w", err)
+	}
+	if err := addHealthChecks(mgr); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("starting cmsync", "excludeNamespaces", policy.ExcludeNamespaces, "sourceNamespaces", policy.SourceNamespaces)
+	return mgr.Start(ctx)
+}
+
+func newManager(o options) (ctrl.Manager, error) {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	cfg.UserAgent = "cmsync"
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  newScheme(),
+		Cache:                   replicator.ManagerCacheOptions(),
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "cmsync.io",
+		LeaderElectionNamespace: o.leaderElectionNamespace,
+		// Step down at once on SIGTERM so a new Pod takes over without waiting out the lease.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+	return mgr, nil
+}
+
+func newScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		panic(err) // only a programming error can make registering built-in types fail
+	}
+	return scheme
+}
+
+func (o options) policy() (replicator.Policy, error) {
+	exclude, err := replicator.ParseGlobList(o.excludeNamespaces)
+	if err != nil {
+		return replicator.Policy{}, fmt.Errorf("--exclude-namespaces: %w", err)
+	}
+	sources, err := replicator.ParseGlobList(o.sourceNamespaces)
+	if err != nil {
+		return replicator.Policy{}, fmt.Errorf("--source-namespaces: %w", err)
+	}
+	return replicator.Policy{ExcludeNamespaces: exclude, SourceNamespaces: sources}, nil
+}
+
+func (o options) checkConfigMapSyncMode() error {
+	switch o.configMapSync {
+	case "auto", "disabled":
+		return nil
+	case "enabled":
+		return errors.New("--configmapsync=enabled: this build has no ConfigMapSync controller yet; use auto or disabled")
+	default:
+		return fmt.Errorf("--configmapsync=%q: must be auto, enabled or disabled", o.configMapSync)
+	}
+}
+
+// controllerOptions sets the reconcile parallelism and the retry rate limiter: a failed
+// pass is retried after 250ms, doubling up to 5 minutes, so a namespace that keeps
+// refusing writes costs a handful of requests an hour, not a hot loop; the overall
+// bucket (20/s, burst 200) caps retries across all sources after a mass failure such as
+// an API server restart.
+func (o options) controllerOptions() controller.Options {
+	return controller.Options{
+		MaxConcurrentReconciles: o.maxConcurrentReconciles,
+		RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](250*time.Millisecond, 5*time.Minute),
+			&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(20), 200)},
+		),
+	}
+}
+
+func addHealthChecks(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding /healthz: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding /readyz: %w", err)
+	}
+	return nil
+}

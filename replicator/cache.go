@@ -1,0 +1,108 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// The caches hold only what cmsync manages, so memory grows with the sources and
+// replicas, not with the ConfigMaps of the cluster:
+//   - the manager's cache: ConfigMaps labelled cmsync.io/replicate=true (sources), and
+//     namespaces as metadata only (names, labels, deletion);
+//   - the replica cache: ConfigMaps carrying cmsync's replica labels.
+// One informer per kind takes one label selector, and sources and replicas carry
+// different labels (a replica never carries the replicate label, so it can never become
+// a source), hence two caches.
+
+// ManagerCacheOptions filters the manager's cache to sources and namespace metadata.
+func ManagerCacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {
+			Label:     labels.SelectorFromSet(labels.Set{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}),
+			Transform: cache.TransformStripManagedFields(),
+		},
+		NamespaceMetadata(): {
+			Transform: stripNamespaceMetadata,
+		},
+	}}
+}
+
+// NamespaceMetadata is the metadata-only form of Namespace that the manager's cache
+// holds and target resolution lists.
+func NamespaceMetadata() *metav1.PartialObjectMetadata {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	return ns
+}
+
+// NewReplicaCache builds the replica cache, indexed by source ID. The caller starts it
+// (mgr.Add) and waits for it before reconciling (the controller's watch does).
+func NewReplicaCache(ctx context.Context, config *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper, httpClient *http.Client) (cache.Cache, error) {
+	replicas, err := cache.New(config, cache.Options{
+		HTTPClient: httpClient,
+		Scheme:     scheme,
+		Mapper:     mapper,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Label: ReplicaSelector(), Transform: keepOwnManagedFields},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the replica cache: %w", err)
+	}
+	err = replicas.IndexField(ctx, &corev1.ConfigMap{}, SourceIDIndex, func(obj client.Object) []string {
+		return []string{obj.GetLabels()[v1alpha1.SourceIDLabel]}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("indexing the replica cache: %w", err)
+	}
+	return replicas, nil
+}
+
+// ReplicaSelector selects the ConfigMaps cmsync wrote.
+func ReplicaSelector() labels.Selector {
+	managed, _ := labels.NewRequirement(v1alpha1.ManagedByLabel, selection.Equals, []string{v1alpha1.ManagedByValue})
+	hasSource, _ := labels.NewRequirement(v1alpha1.SourceIDLabel, selection.Exists, nil)
+	return labels.NewSelector().Add(*managed, *hasSource)
+}
+
+// keepOwnManagedFields drops every managedFields entry but cmsync's own, which
+// DiffReplica reads to know which labels and annotations cmsync wrote.
+func keepOwnManagedFields(in any) (any, error) {
+	obj, err := meta.Accessor(in)
+	if err != nil {
+		return in, nil
+	}
+	var own []metav1.ManagedFieldsEntry
+	for _, entry := range obj.GetManagedFields() {
+		if entry.Manager == v1alpha1.FieldManager {
+			own = append(own, entry)
+		}
+	}
+	obj.SetManagedFields(own)
+	return in, nil
+}
+
+// stripNamespaceMetadata keeps what target resolution reads of a namespace.
+func stripNamespaceMetadata(in any) (any, error) {
+	if obj, err := meta.Accessor(in); err == nil {
+		obj.SetManagedFields(nil)
+		obj.SetAnnotations(nil)
+	}
+	return in, nil
+}
+
+var _ toolscache.TransformFunc = keepOwnManagedFields

@@ -1,0 +1,263 @@
+package replicator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// SourceIDIndex indexes the replica cache by the source-id label, so the replicas of
+// one source are found without scanning every replica.
+const SourceIDIndex = "cmsync.sourceID"
+
+// Outcome is what a pass did, or could not do, in one target namespace.
+type Outcome int
+
+const (
+	InSync Outcome = iota
+	Created
+	Updated
+	Recreated
+	Conflict
+	Failed
+)
+
+// Changed reports whether the outcome wrote a replica.
+func (o Outcome) Changed() bool { return o == Created || o == Updated || o == Recreated }
+
+// NamespaceResult is the outcome of one target namespace; Err explains Conflict and Failed.
+type NamespaceResult struct {
+	Namespace string
+	Outcome   Outcome
+	Err       error
+}
+
+// errNotOurs is the conflict of a ConfigMap in a target namespace that is not a replica
+// of this source; cmsync leaves it alone.
+type errNotOurs struct{ owner string }
+
+func (e errNotOurs) Error() string {
+	if e.owner != "" {
+		return "a ConfigMap of the same name replicated from " + e.owner + " exists"
+	}
+	return "a ConfigMap not managed by cmsync exists"
+}
+
+// Engine writes and deletes the replicas of a source. It owns every API write cmsync
+// makes to replicas, for both front doors, and never touches a ConfigMap that is not a
+// replica of the source it works for.
+type Engine struct {
+	// Client writes to the API server.
+	Client client.Client
+	// Replicas reads the replica cache (label-filtered, indexed by SourceIDIndex).
+	Replicas client.Reader
+	// APIReader reads the API server directly: it sees ConfigMaps the caches filter out.
+	APIReader client.Reader
+	// Workers bounds the writes one pass makes in parallel.
+	Workers int
+}
+
+// ListReplicas returns the replicas of source by namespace, from the replica cache.
+func (e *Engine) ListReplicas(ctx context.Context, source types.NamespacedName) (map[string]*corev1.ConfigMap, error) {
+	var list corev1.ConfigMapList
+	if err := e.Replicas.List(ctx, &list, client.MatchingFields{SourceIDIndex: SourceID(source)}); err != nil {
+		return nil, fmt.Errorf("listing replicas of %s: %w", SourceKey(source), err)
+	}
+	replicas := make(map[string]*corev1.ConfigMap, len(list.Items))
+	for i := range list.Items {
+		cm := &list.Items[i]
+		if cm.Name == source.Name && IsReplicaOf(cm, source) {
+			replicas[cm.Namespace] = cm
+		}
+	}
+	return replicas, nil
+}
+
+// SyncTargets makes the replica in each target namespace equal to desired(namespace),
+// given the replicas that exist, and returns one result per target, sorted.
+func (e *Engine) SyncTargets(ctx context.Context, source types.NamespacedName, targets []string,
+	desired func(namespace string) *corev1.ConfigMap, existing map[string]*corev1.ConfigMap) []NamespaceResult {
+	results := make([]NamespaceResult, len(targets))
+	e.parallel(len(targets), func(i int) {
+		ns := targets[i]
+		outcome, err := e.syncReplica(ctx, source, desired(ns), existing[ns])
+		results[i] = NamespaceResult{Namespace: ns, Outcome: outcome, Err: err}
+	})
+	sort.Slice(results, func(i, j int) bool { return results[i].Namespace < results[j].Namespace })
+	return results
+}
+
+// DeleteReplicas deletes the existing replicas outside keep and returns how many it
+// deleted. Each delete is conditional on the UID seen, so a ConfigMap that replaced the
+// replica in the meantime is never deleted.
+func (e *Engine) DeleteReplicas(ctx context.Context, existing map[string]*corev1.ConfigMap, keep map[string]bool) (int, error) {
+	var doomed []*corev1.ConfigMap
+	for ns, cm := range existing {
+		if !keep[ns] {
+			doomed = append(doomed, cm)
+		}
+	}
+	errs := make([]error, len(doomed))
+	var mu sync.Mutex
+	deleted := 0
+	e.parallel(len(doomed), func(i int) {
+		cm := doomed[i]
+		err := e.Client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID})
+		switch {
+		case err == nil:
+			mu.Lock()
+			deleted++
+			mu.Unlock()
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			// Already gone, or replaced by an object that is not the replica we saw.
+		default:
+			errs[i] = fmt.Errorf("deleting replica in %s: %w", cm.Namespace, err)
+		}
+	})
+	return deleted, errors.Join(errs...)
+}
+
+// syncReplica brings one namespace in line. actual is the cached replica, or nil.
+func (e *Engine) syncReplica(ctx context.Context, source types.NamespacedName, desired, actual *corev1.ConfigMap) (Outcome, error) {
+	if actual == nil {
+		// The cache only holds replicas: an absent entry may still hide a ConfigMap
+		// of the same name that is not ours, so create, never apply, and look before
+		// deciding anything on AlreadyExists.
+		err := e.Client.Create(ctx, desired.DeepCopy(), client.FieldOwner(v1alpha1.FieldManager))
+		if err == nil {
+			return Created, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return Failed, err
+		}
+		actual = &corev1.ConfigMap{}
+		if err := e.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), actual); err != nil {
+			return Failed, err
+		}
+		if !IsReplicaOf(actual, source) {
+			owner := ""
+			if IsReplica(actual) {
+				owner = actual.Annotations[v1alpha1.SourceAnnotation]
+			}
+			return Conflict, errNotOurs{owner: owner}
+		}
+	}
+	diff := DiffReplica(desired, actual)
+	switch {
+	case diff.InSync():
+		return InSync, nil
+	case diff.Content && isImmutable(actual):
+		return e.recreate(ctx, desired, actual)
+	default:
+		return Updated, e.update(ctx, desired, actual, diff)
+	}
+}
+
+// update applies the desired replica with server-side apply, conditional on the UID of
+// the replica we checked, so it can neither create an object nor take over one that
+// replaced ours. Server-side apply drops only keys its own earlier applies set; keys
+// that came in with the create, and data keys others added, are removed explicitly.
+func (e *Engine) update(ctx context.Context, desired, actual *corev1.ConfigMap, diff ReplicaDiff) error {
+	if diff.Content || diff.Metadata {
+		if err := e.Client.Apply(ctx, applyConfiguration(desired, actual.UID),
+			client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership); err != nil {
+			return err
+		}
+	}
+	if len(diff.StaleLabels)+len(diff.StaleAnnotations)+len(diff.StaleData)+len(diff.StaleBinaryData) == 0 {
+		return nil
+	}
+	patch, err := staleKeysPatch(actual.UID, diff)
+	if err != nil {
+		return err
+	}
+	return e.Client.Patch(ctx, actual.DeepCopy(), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+}
+
+// recreate replaces an immutable replica whose content changed: immutable ConfigMaps
+// cannot be edited, only deleted and created anew.
+func (e *Engine) recreate(ctx context.Context, desired, actual *corev1.ConfigMap) (Outcome, error) {
+	err := e.Client.Delete(ctx, actual, client.Preconditions{UID: &actual.UID, ResourceVersion: &actual.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return Failed, fmt.Errorf("deleting immutable replica to replace it: %w", err)
+	}
+	if err := e.Client.Create(ctx, desired.DeepCopy(), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+		return Failed, fmt.Errorf("creating replacement of immutable replica: %w", err)
+	}
+	return Recreated, nil
+}
+
+func applyConfiguration(desired *corev1.ConfigMap, uid types.UID) *corev1ac.ConfigMapApplyConfiguration {
+	ac := corev1ac.ConfigMap(desired.Name, desired.Namespace).
+		WithUID(uid).
+		WithLabels(desired.Labels).
+		WithAnnotations(desired.Annotations).
+		WithData(desired.Data).
+		WithBinaryData(desired.BinaryData)
+	if desired.Immutable != nil {
+		ac.WithImmutable(*desired.Immutable)
+	}
+	return ac
+}
+
+// staleKeysPatch is a JSON merge patch deleting the diff's stale keys; the UID makes it
+// fail rather than touch an object that replaced the replica.
+func staleKeysPatch(uid types.UID, diff ReplicaDiff) ([]byte, error) {
+	nulls := func(keys []string) map[string]any {
+		if len(keys) == 0 {
+			return nil
+		}
+		m := make(map[string]any, len(keys))
+		for _, k := range keys {
+			m[k] = nil
+		}
+		return m
+	}
+	metadata := map[string]any{"uid": uid}
+	if m := nulls(diff.StaleLabels); m != nil {
+		metadata["labels"] = m
+	}
+	if m := nulls(diff.StaleAnnotations); m != nil {
+		metadata["annotations"] = m
+	}
+	patch := map[string]any{"metadata": metadata}
+	if m := nulls(diff.StaleData); m != nil {
+		patch["data"] = m
+	}
+	if m := nulls(diff.StaleBinaryData); m != nil {
+		patch["binaryData"] = m
+	}
+	return json.Marshal(patch)
+}
+
+// parallel runs fn(0..n-1) on at most e.Workers goroutines.
+func (e *Engine) parallel(n int, fn func(i int)) {
+	workers := max(1, min(e.Workers, n))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}

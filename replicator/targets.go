@@ -1,0 +1,211 @@
+package replicator
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// Namespace is what target resolution needs to know about a namespace.
+type Namespace struct {
+	Name        string
+	Labels      map[string]string
+	Terminating bool
+}
+
+// TargetSpec says where a source wants its replicas: namespaces matched by the include
+// globs or by the selector, minus those matched by an exclude glob. The zero value
+// targets nothing. Build it with ParseTargetAnnotations (the annotation form) or
+// NewTargetSpec (the ConfigMapSync form); both validate every part.
+type TargetSpec struct {
+	include  []string
+	exclude  []string
+	selector labels.Selector
+}
+
+// NewTargetSpec combines already parsed parts into a spec. selector may be nil.
+func NewTargetSpec(include, exclude []string, selector labels.Selector) TargetSpec {
+	return TargetSpec{include: include, exclude: exclude, selector: selector}
+}
+
+// IsEmpty reports whether the spec can match no namespace at all.
+func (s TargetSpec) IsEmpty() bool {
+	return len(s.include) == 0 && s.selector == nil
+}
+
+// Matches reports whether the spec itself selects ns, before the controller's policy
+// (excluded, ignored and terminating namespaces, the source's own namespace) is applied.
+func (s TargetSpec) Matches(ns Namespace) bool {
+	for _, pattern := range s.exclude {
+		if globMatch(pattern, ns.Name) {
+			return false
+		}
+	}
+	for _, pattern := range s.include {
+		if globMatch(pattern, ns.Name) {
+			return true
+		}
+	}
+	return s.selector != nil && s.selector.Matches(labels.Set(ns.Labels))
+}
+
+// Policy is the controller's own limit on where replicas may go and where sources may
+// live, set by its flags.
+type Policy struct {
+	// ExcludeNamespaces are globs of namespaces that never receive a replica.
+	ExcludeNamespaces []string
+	// SourceNamespaces are globs of namespaces whose ConfigMaps may be sources.
+	SourceNamespaces []string
+}
+
+// AllowsTarget reports whether a replica may be written into ns at all.
+func (p Policy) AllowsTarget(ns Namespace) bool {
+	if ns.Terminating || ns.Labels[v1alpha1.IgnoreNamespaceLabel] == v1alpha1.IgnoreNamespaceLabelValue {
+		return false
+	}
+	return !matchesAny(p.ExcludeNamespaces, ns.Name)
+}
+
+// AllowsSource reports whether a ConfigMap in namespace may be a source.
+func (p Policy) AllowsSource(namespace string) bool {
+	return matchesAny(p.SourceNamespaces, namespace)
+}
+
+// TargetNamespaces returns, sorted, the namespaces that must hold a replica of a source
+// living in sourceNamespace: those the spec matches and the policy allows, never the
+// source's own namespace.
+func TargetNamespaces(spec TargetSpec, sourceNamespace string, namespaces []Namespace, policy Policy) []string {
+	var targets []string
+	for _, ns := range namespaces {
+		if ns.Name != sourceNamespace && spec.Matches(ns) && policy.AllowsTarget(ns) {
+			targets = append(targets, ns.Name)
+		}
+	}
+	sort.Strings(targets)
+	return targets
+}
+
+// ParseTargetAnnotations parses the target-namespaces and target-selector annotation
+// values; a nil value means the annotation is absent. Both absent is valid and targets
+// nothing (the source's replicas are then cleaned up). A present but empty value, a bad
+// glob, a bad selector or a list of exclusions with nothing to exclude from is an error
+// naming the annotation and the problem.
+func ParseTargetAnnotations(namespaces, selector *string) (TargetSpec, error) {
+	var spec TargetSpec
+	var errs []error
+	if namespaces != nil {
+		include, exclude, err := ParseNamespaceList(*namespaces)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("invalid target-namespaces %q: %w", *namespaces, err))
+		}
+		spec.include, spec.exclude = include, exclude
+	}
+	if selector != nil {
+		sel, err := ParseNamespaceSelector(*selector)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("invalid target-selector %q: %w", *selector, err))
+		}
+		spec.selector = sel
+	}
+	if len(errs) == 0 && len(spec.exclude) > 0 && spec.IsEmpty() {
+		errs = append(errs, fmt.Errorf("invalid target-namespaces %q: only exclusions; add the namespaces to include (for example \"*\") or a target-selector", *namespaces))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return TargetSpec{}, err
+	}
+	return spec, nil
+}
+
+// ParseNamespaceList splits a comma list of namespace names and globs into include and
+// exclude ("!"-prefixed) patterns. Spaces around entries are ignored; an empty list, an
+// empty entry or an entry that is not a valid name or glob is an error.
+func ParseNamespaceList(value string) (include, exclude []string, err error) {
+	if strings.TrimSpace(value) == "" {
+		return nil, nil, errors.New("the list is empty")
+	}
+	for _, entry := range strings.Split(value, ",") {
+		entry = strings.TrimSpace(entry)
+		pattern, excluded := strings.CutPrefix(entry, "!")
+		if err := ValidateNamespaceGlob(pattern); err != nil {
+			return nil, nil, fmt.Errorf("entry %q: %w", entry, err)
+		}
+		if excluded {
+			exclude = append(exclude, pattern)
+		} else {
+			include = append(include, pattern)
+		}
+	}
+	return include, exclude, nil
+}
+
+// ParseNamespaceSelector parses a label selector exactly as kubectl -l does. An empty
+// value is an error: it would otherwise select every namespace.
+func ParseNamespaceSelector(value string) (labels.Selector, error) {
+	if strings.TrimSpace(value) == "" {
+		return nil, errors.New("the selector is empty")
+	}
+	return labels.Parse(value)
+}
+
+// ParseGlobList parses a comma list of globs, as used by --exclude-namespaces and
+// --source-namespaces. Empty entries are skipped; an empty list matches nothing.
+func ParseGlobList(value string) ([]string, error) {
+	var globs []string
+	for _, entry := range strings.Split(value, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		if err := ValidateNamespaceGlob(entry); err != nil {
+			return nil, fmt.Errorf("entry %q: %w", entry, err)
+		}
+		globs = append(globs, entry)
+	}
+	return globs, nil
+}
+
+// ValidateNamespaceGlob checks that pattern is a namespace name or a glob that can
+// match one: lower-case letters, digits and "-", plus the glob syntax "*", "?" and
+// character classes such as "[a-z]" or "[^0-9]".
+func ValidateNamespaceGlob(pattern string) error {
+	if pattern == "" {
+		return errors.New("empty name")
+	}
+	if len(pattern) > 253 {
+		return errors.New("longer than 253 characters")
+	}
+	for _, r := range pattern {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+		case r == '*', r == '?', r == '[', r == ']', r == '^':
+		default:
+			return fmt.Errorf("character %q cannot appear in a namespace name or glob (names are lower-case letters, digits and '-'; globs add '*', '?' and '[...]')", r)
+		}
+	}
+	if _, err := path.Match(pattern, ""); err != nil {
+		return fmt.Errorf("malformed glob: %w", err)
+	}
+	return nil
+}
+
+// globMatch matches a validated glob against a name. Validation has ruled out the
+// patterns path.Match would reject, so its error cannot occur here.
+func globMatch(pattern, name string) bool {
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
+
+func matchesAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if globMatch(p, name) {
+			return true
+		}
+	}
+	return false
+}
