@@ -22,7 +22,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/replicator"
 )
 
@@ -90,29 +89,15 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	replicas, err := replicator.NewReplicaCache(ctx, mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient())
+	err = replicator.Setup(ctx, mgr, replicator.Options{
+		Policy:          policy,
+		Writers:         writersPerSource,
+		ConflictRecheck: o.conflictRecheck,
+		Controller:      o.controllerOptions(),
+		Registerer:      metrics.Registry,
+	})
 	if err != nil {
 		return err
-	}
-	if err := mgr.Add(replicas); err != nil {
-		return err
-	}
-	sources := &replicator.SourceReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Engine: &replicator.Engine{
-			Client:    mgr.GetClient(),
-			Replicas:  replicas,
-			APIReader: mgr.GetAPIReader(),
-			Workers:   writersPerSource,
-		},
-		Policy:          policy,
-		Recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),
-		Metrics:         replicator.NewMetrics(metrics.Registry),
-		ConflictRecheck: o.conflictRecheck,
-	}
-	if err := sources.SetupWithManager(mgr, replicas, o.controllerOptions()); err != nil {
-		return fmt.Errorf("setting up the source controller: %w", err)
 	}
 	if err := addHealthChecks(mgr); err != nil {
 		return err

@@ -1,0 +1,73 @@
+// Command localcluster serves `make run`. With -reachable it exits 0 when the current
+// kubeconfig reaches a cluster. Otherwise it starts the project's local control plane
+// (the real kube-apiserver and etcd the tests use), writes its kubeconfig to -kubeconfig
+// and runs until interrupted.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/cmsync/cmsync/test/controlplane"
+)
+
+func main() {
+	reachable := flag.Bool("reachable", false, "exit 0 if the current kubeconfig reaches a cluster, 1 if not")
+	kubeconfig := flag.String("kubeconfig-out", ".cache/local/kubeconfig", "where to write the local control plane's kubeconfig")
+	flag.Parse()
+	if *reachable {
+		os.Exit(probe())
+	}
+	if err := serve(*kubeconfig); err != nil {
+		fmt.Fprintln(os.Stderr, "localcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func probe() int {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return 1
+	}
+	cfg.Timeout = 3 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return 1
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		return 1
+	}
+	return 0
+}
+
+func serve(kubeconfig string) error {
+	kubeconfig, err := filepath.Abs(kubeconfig)
+	if err != nil {
+		return err
+	}
+	env, err := controlplane.Start()
+	if err != nil {
+		return err
+	}
+	defer env.Stop() //nolint:errcheck // best effort on the way out
+	if err := os.MkdirAll(filepath.Dir(kubeconfig), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		return err
+	}
+	fmt.Printf("local control plane ready at %s\nuse it with: export KUBECONFIG=%s\n", env.Config.Host, kubeconfig)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	return nil
+}

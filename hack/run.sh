@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# run.sh runs the cmsync binary against the current kubeconfig when it reaches a cluster;
+# otherwise it starts the project's local control plane (a real kube-apiserver and
+# etcd), points cmsync at it, and stops it again when cmsync exits.
+set -euo pipefail
+bin="$1"; shift
+
+if go run ./hack/localcluster -reachable; then
+  echo "run: using the cluster of the current kubeconfig" >&2
+  exec "$bin" "$@"
+fi
+
+echo "run: no cluster reachable; starting the local control plane (the first time builds kube-apiserver and etcd, ~10 min)" >&2
+export KUBEBUILDER_ASSETS="$(hack/control-plane-binaries.sh)"
+kubeconfig="$PWD/.cache/local/kubeconfig"
+rm -f "$kubeconfig"
+go build -o .cache/localcluster ./hack/localcluster
+.cache/localcluster -kubeconfig-out "$kubeconfig" &
+cluster=$!
+trap 'kill "$cluster" 2>/dev/null; wait "$cluster" 2>/dev/null || true' EXIT
+for _ in $(seq 120); do
+  [ -s "$kubeconfig" ] && break
+  kill -0 "$cluster" 2>/dev/null || { echo "run: the local control plane failed to start" >&2; exit 1; }
+  sleep 0.5
+done
+echo "run: local control plane up; in another shell: export KUBECONFIG=$kubeconfig" >&2
+KUBECONFIG="$kubeconfig" "$bin" "$@"

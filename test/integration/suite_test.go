@@ -1,0 +1,362 @@
+// Package integration runs cmsync's reconciler in-process against a real kube-apiserver
+// and etcd. The controller reads through its own caches; every assertion reads through
+// a separate, uncached client.
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator"
+	"github.com/cmsync/cmsync/test/controlplane"
+)
+
+var (
+	restConfig *rest.Config
+	k8s        client.Client // uncached, for arranging and asserting
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
+	env, err := controlplane.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	restConfig = env.Config
+	k8s, err = client.New(restConfig, client.Options{Scheme: newScheme()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	return s
+}
+
+// controllerUnderTest is one running instance of cmsync's controller.
+type controllerUnderTest struct {
+	writes atomic.Int64 // create, update, patch and delete requests it sent
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Writes returns how many write requests the controller has made.
+func (c *controllerUnderTest) Writes() int64 { return c.writes.Load() }
+
+// Stop stops the controller and waits until it has.
+func (c *controllerUnderTest) Stop() {
+	c.cancel()
+	<-c.done
+}
+
+type controllerOption func(*replicator.Options)
+
+func withPolicy(p replicator.Policy) controllerOption {
+	return func(o *replicator.Options) { o.Policy = p }
+}
+
+// defaultPolicy is the policy of the binary's default flags.
+func defaultPolicy() replicator.Policy {
+	return replicator.Policy{ExcludeNamespaces: []string{"kube-system", "kube-public", "kube-node-lease"}, SourceNamespaces: []string{"*"}}
+}
+
+// startController runs cmsync's controller as the binary wires it, with a client that
+// counts its write requests, until the test ends.
+func startController(t *testing.T, opts ...controllerOption) *controllerUnderTest {
+	t.Helper()
+	c := &controllerUnderTest{done: make(chan struct{})}
+	cfg := rest.CopyConfig(restConfig)
+	cfg.QPS, cfg.Burst = 500, 1000
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method != http.MethodGet {
+				c.writes.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 newScheme(),
+		Cache:                  replicator.ManagerCacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	o := replicator.Options{
+		Policy:          defaultPolicy(),
+		Writers:         16,
+		ConflictRecheck: time.Second,
+		Controller:      controller.Options{MaxConcurrentReconciles: 4},
+		Registerer:      prometheus.NewRegistry(),
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	if err := replicator.Setup(ctx, mgr, o); err != nil {
+		t.Fatalf("setting up controller: %v", err)
+	}
+	go func() {
+		defer close(c.done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager stopped: %v", err)
+		}
+	}()
+	t.Cleanup(c.Stop)
+	return c
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func ptr[T any](v T) *T { return &v }
+
+func zapLevel() int8 {
+	if os.Getenv("CMSYNC_TEST_LOG") != "" {
+		return -1
+	}
+	return 1 // warnings and errors only, unless asked
+}
+
+// --- arranging ---
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// newNamespace creates a namespace with a random name starting with prefix.
+func newNamespace(t *testing.T, prefix string, labels map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + randomSuffix(), Labels: labels}}
+	must(t, k8s.Create(context.Background(), ns))
+	return ns.Name
+}
+
+// namespaceSet creates namespaces "<base>-<name>" for each name and returns base.
+func namespaceSet(t *testing.T, names ...string) string {
+	t.Helper()
+	base := "t" + randomSuffix()
+	for _, n := range names {
+		must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: base + "-" + n}}))
+	}
+	return base
+}
+
+// newSource creates a labelled source ConfigMap.
+func newSource(t *testing.T, namespace, name string, annotations, data map[string]string) *corev1.ConfigMap {
+	t.Helper()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace, Name: name,
+			Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: annotations,
+		},
+		Data: data,
+	}
+	must(t, k8s.Create(context.Background(), cm))
+	return cm
+}
+
+// update re-reads obj, applies change and writes it back, retrying on conflicts.
+func update[T client.Object](t *testing.T, obj T, change func(T)) {
+	t.Helper()
+	eventually(t, 10*time.Second, "update "+obj.GetName(), func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return k8s.Update(context.Background(), obj)
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// --- observing ---
+
+func getConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, cm)
+	return cm, err
+}
+
+// eventually retries check until it returns nil or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// consistently fails as soon as check returns an error within the duration.
+func consistently(t *testing.T, duration time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(duration)
+	for time.Now().Before(deadline) {
+		if err := check(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+const timeout = 20 * time.Second
+
+// waitForStatus waits until the source's status annotation is state and returns it.
+func waitForStatus(t *testing.T, src *corev1.ConfigMap, state string) *corev1.ConfigMap {
+	t.Helper()
+	var got *corev1.ConfigMap
+	eventually(t, timeout, "status of "+src.Namespace+"/"+src.Name, func() error {
+		cm, err := getConfigMap(src.Namespace, src.Name)
+		if err != nil {
+			return err
+		}
+		if s := cm.Annotations[v1alpha1.StatusAnnotation]; s != state {
+			return fmt.Errorf("status %q (message %q), want %q", s, cm.Annotations[v1alpha1.MessageAnnotation], state)
+		}
+		got = cm
+		return nil
+	})
+	return got
+}
+
+// waitForSynced waits until the source is Synced with the given "n/n".
+func waitForSynced(t *testing.T, src *corev1.ConfigMap, synced string) *corev1.ConfigMap {
+	t.Helper()
+	var got *corev1.ConfigMap
+	eventually(t, timeout, "synced "+synced+" of "+src.Namespace+"/"+src.Name, func() error {
+		cm, err := getConfigMap(src.Namespace, src.Name)
+		if err != nil {
+			return err
+		}
+		a := cm.Annotations
+		if a[v1alpha1.StatusAnnotation] != v1alpha1.StatusSynced || a[v1alpha1.SyncedAnnotation] != synced {
+			return fmt.Errorf("status %q synced %q message %q", a[v1alpha1.StatusAnnotation], a[v1alpha1.SyncedAnnotation], a[v1alpha1.MessageAnnotation])
+		}
+		got = cm
+		return nil
+	})
+	return got
+}
+
+// replicaNamespaces lists the namespaces holding a replica of src, by the API.
+func replicaNamespaces(t *testing.T, src *corev1.ConfigMap) []string {
+	t.Helper()
+	var list corev1.ConfigMapList
+	must(t, k8s.List(context.Background(), &list, client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}))
+	var namespaces []string
+	for _, cm := range list.Items {
+		if cm.Name == src.Name && cm.Annotations[v1alpha1.SourceAnnotation] == src.Namespace+"/"+src.Name {
+			namespaces = append(namespaces, cm.Namespace)
+		}
+	}
+	return namespaces
+}
+
+// waitForReplicasIn waits until the replicas of src are in exactly the namespaces given.
+func waitForReplicasIn(t *testing.T, src *corev1.ConfigMap, want ...string) {
+	t.Helper()
+	eventually(t, timeout, "replicas of "+src.Name, func() error {
+		got := replicaNamespaces(t, src)
+		if !sameSet(got, want) {
+			return fmt.Errorf("replicas in %v, want %v", got, want)
+		}
+		return nil
+	})
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	set := map[string]bool{}
+	for _, x := range a {
+		set[x] = true
+	}
+	for _, x := range b {
+		if !set[x] {
+			return false
+		}
+	}
+	return true
+}
+
+// eventsFor lists the Events recorded about an object with the given reason.
+func eventsFor(t *testing.T, obj client.Object, reason string) []eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	must(t, k8s.List(context.Background(), &list, client.InNamespace(obj.GetNamespace())))
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Name == obj.GetName() && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// waitForEvent waits for an Event with reason whose note contains fragment.
+func waitForEvent(t *testing.T, obj client.Object, reason, fragment string) {
+	t.Helper()
+	eventually(t, timeout, "event "+reason, func() error {
+		for _, e := range eventsFor(t, obj, reason) {
+			if strings.Contains(e.Note, fragment) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event mentioning %q on %s", reason, fragment, obj.GetName())
+	})
+}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
