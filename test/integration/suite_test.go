@@ -360,3 +360,5 @@ func waitForEvent(t *testing.T, obj client.Object, reason, fragment string) {
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -1,0 +1,206 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// Source data, binaryData, labels and annotations change: replicas follow, and keys
+// removed from the source disappear from them; strip-metadata keeps keys out.
+func TestReplicasFollowSourceChanges(t *testing.T) {
+	startController(t)
+	srcNS := newNamespace(t, "src", nil)
+	target := newNamespace(t, "dst", nil)
+	src := &corev1.ConfigMap{}
+	src.Namespace, src.Name = srcNS, "app"
+	src.Labels = map[string]string{v1alpha1.ReplicateLabel: "true", "keep": "1", "drop": "1", "internal.example.com/owner": "x"}
+	src.Annotations = map[string]string{
+		v1alpha1.TargetNamespacesAnnotation: target,
+		v1alpha1.StripMetadataAnnotation:    "internal.example.com/*, secret-*",
+		"keep": "1", "drop": "1", "secret-token": "s",
+	}
+	src.Data = map[string]string{"keep": "1", "drop": "1"}
+	src.BinaryData = map[string][]byte{"bin-keep": {1}, "bin-drop": {2}}
+	must(t, k8s.Create(context.Background(), src))
+	waitForReplicasIn(t, src, target)
+	replica, err := getConfigMap(target, "app")
+	must(t, err)
+	if _, ok := replica.Labels["internal.example.com/owner"]; ok {
+		t.Errorf("stripped label copied: %v", replica.Labels)
+	}
+	if _, ok := replica.Annotations["secret-token"]; ok {
+		t.Errorf("stripped annotation copied: %v", replica.Annotations)
+	}
+
+	update(t, src, func(cm *corev1.ConfigMap) {
+		delete(cm.Labels, "drop")
+		cm.Labels["added"] = "2"
+		delete(cm.Annotations, "drop")
+		cm.Annotations["added"] = "2"
+		cm.Data = map[string]string{"keep": "changed", "added": "2"}
+		cm.BinaryData = map[string][]byte{"bin-keep": {9}}
+	})
+	eventually(t, timeout, "replica follows the source", func() error {
+		r, err := getConfigMap(target, "app")
+		if err != nil {
+			return err
+		}
+		return expectEqualContent(r, map[string]string{"keep": "changed", "added": "2"}, map[string][]byte{"bin-keep": {9}},
+			map[string]string{"keep": "1", "added": "2"}, []string{"drop"})
+	})
+}
+
+// A replica edited or deleted by someone else is restored, including data keys added
+// to it.
+func TestRepairsDrift(t *testing.T) {
+	startController(t)
+	srcNS := newNamespace(t, "src", nil)
+	target := newNamespace(t, "dst", nil)
+	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetNamespacesAnnotation: target}, map[string]string{"k": "v"})
+	waitForReplicasIn(t, src, target)
+	waitForSynced(t, src, "1/1")
+
+	replica := &corev1.ConfigMap{}
+	replica.Namespace, replica.Name = target, "app"
+	update(t, replica, func(cm *corev1.ConfigMap) {
+		cm.Data["k"] = "tampered"
+		cm.Data["extra"] = "added by hand"
+		cm.Labels[v1alpha1.ManagedByLabel] = "cmsync" // still ours
+	})
+	eventually(t, timeout, "edited replica restored", func() error {
+		r, err := getConfigMap(target, "app")
+		if err != nil {
+			return err
+		}
+		return expectEqualContent(r, map[string]string{"k": "v"}, nil, nil, nil)
+	})
+
+	must(t, k8s.Delete(context.Background(), replica))
+	eventually(t, timeout, "deleted replica recreated", func() error {
+		r, err := getConfigMap(target, "app")
+		if err != nil {
+			return err
+		}
+		return expectEqualContent(r, map[string]string{"k": "v"}, nil, nil, nil)
+	})
+	waitForSynced(t, src, "1/1")
+}
+
+// Immutable sources give immutable replicas; a source recreated with other content
+// gets its replicas recreated.
+func TestImmutableSourceReplacesReplicas(t *testing.T) {
+	startController(t)
+	srcNS := newNamespace(t, "src", nil)
+	a := newNamespace(t, "dst", nil)
+	b := newNamespace(t, "dst", nil)
+	annotations := map[string]string{v1alpha1.TargetNamespacesAnnotation: a + "," + b}
+	src := &corev1.ConfigMap{}
+	src.Namespace, src.Name = srcNS, "frozen"
+	src.Labels = map[string]string{v1alpha1.ReplicateLabel: "true"}
+	src.Annotations = annotations
+	src.Data = map[string]string{"v": "1"}
+	src.Immutable = ptr(true)
+	must(t, k8s.Create(context.Background(), src))
+	waitForReplicasIn(t, src, a, b)
+	first, err := getConfigMap(a, "frozen")
+	must(t, err)
+	if first.Immutable == nil || !*first.Immutable {
+		t.Fatalf("replica is not immutable")
+	}
+
+	// Recreate the source with new content while the controller keeps running.
+	must(t, k8s.Delete(context.Background(), src))
+	again := src.DeepCopy()
+	again.ResourceVersion, again.UID = "", ""
+	again.Data = map[string]string{"v": "2"}
+	must(t, k8s.Create(context.Background(), again))
+	eventually(t, timeout, "immutable replicas replaced", func() error {
+		for _, ns := range []string{a, b} {
+			r, err := getConfigMap(ns, "frozen")
+			if err != nil {
+				return err
+			}
+			if err := expectEqualContent(r, map[string]string{"v": "2"}, nil, nil, nil); err != nil {
+				return err
+			}
+			if r.Immutable == nil || !*r.Immutable {
+				return errorf("%s: replacement is not immutable", ns)
+			}
+		}
+		return nil
+	})
+	waitForSynced(t, again, "2/2")
+}
+
+// Names of 253 characters work, and a ConfigMap of 900 KiB replicates.
+func TestLongNameAndLargeData(t *testing.T) {
+	startController(t)
+	srcNS := newNamespace(t, "src", nil)
+	target := newNamespace(t, "dst", nil)
+	name := longName(253)
+	big := make([]byte, 900*1024)
+	for i := range big {
+		big[i] = 'a' + byte(i%26)
+	}
+	src := newSource(t, srcNS, name, map[string]string{v1alpha1.TargetNamespacesAnnotation: target}, map[string]string{"big": string(big)})
+	waitForReplicasIn(t, src, target)
+	r, err := getConfigMap(target, name)
+	must(t, err)
+	if r.Data["big"] != string(big) {
+		t.Errorf("900 KiB value not copied intact (got %d bytes)", len(r.Data["big"]))
+	}
+	waitForSynced(t, src, "1/1")
+	must(t, k8s.Delete(context.Background(), src))
+	waitForReplicasIn(t, src)
+}
+
+func longName(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'a' + byte(i%26)
+		if i%50 == 49 {
+			b[i] = '.'
+		}
+	}
+	b[n-1] = 'z'
+	return string(b)
+}
+
+// expectEqualContent checks a replica's data and binaryData exactly, that it carries
+// the given labels and annotations, and that it lacks the absent keys in both.
+func expectEqualContent(r *corev1.ConfigMap, data map[string]string, binary map[string][]byte, meta map[string]string, absent []string) error {
+	if len(r.Data) != len(data) {
+		return errorf("data %v, want %v", r.Data, data)
+	}
+	for k, v := range data {
+		if r.Data[k] != v {
+			return errorf("data %v, want %v", r.Data, data)
+		}
+	}
+	if len(r.BinaryData) != len(binary) {
+		return errorf("binaryData %v, want %v", r.BinaryData, binary)
+	}
+	for k, v := range binary {
+		if string(r.BinaryData[k]) != string(v) {
+			return errorf("binaryData %v, want %v", r.BinaryData, binary)
+		}
+	}
+	for k, v := range meta {
+		if r.Labels[k] != v || r.Annotations[k] != v {
+			return errorf("label/annotation %s: %q/%q, want %q", k, r.Labels[k], r.Annotations[k], v)
+		}
+	}
+	for _, k := range absent {
+		_, inLabels := r.Labels[k]
+		_, inAnnotations := r.Annotations[k]
+		if inLabels || inAnnotations {
+			return errorf("%s still on the replica", k)
+		}
+	}
+	return nil
+}
+
