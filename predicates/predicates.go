@@ -77,19 +77,9 @@ func sameLifecycle(a, b client.Object) bool {
 func withoutStatus(annotations map[string]string) map[string]string {
 	out := make(map[string]string, len(annotations))
 	for k, v := range annotations {
-		if !isStatusAnnotation(k) {
+		if !v1alpha1.IsStatusAnnotation(k) {
 			out[k] = v
 		}
 	}
 	return out
-}
-
-// isStatusAnnotation reports whether key is one of the annotations cmsync writes on a
-// source.
-func isStatusAnnotation(key string) bool {
-	switch key {
-	case v1alpha1.StatusAnnotation, v1alpha1.SyncedAnnotation, v1alpha1.MessageAnnotation, v1alpha1.LastSyncTimeAnnotation:
-		return true
-	}
-	return false
 }

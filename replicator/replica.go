@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -160,7 +161,9 @@ func DiffReplica(desired, actual *corev1.ConfigMap) ReplicaDiff {
 	d.Metadata = !containsAll(actual.Labels, desired.Labels) || !containsAll(actual.Annotations, desired.Annotations)
 	ownedLabels, ownedAnnotations := metadataKeysManagedBy(actual, v1alpha1.FieldManager)
 	d.StaleLabels = missingFrom(desired.Labels, ownedLabels)
-	d.StaleAnnotations = missingFrom(desired.Annotations, ownedAnnotations)
+	// Status annotations are cmsync's only on a replica someone labelled as a source
+	// (and that was refused); they report on that refusal and are not stale.
+	d.StaleAnnotations = slices.DeleteFunc(missingFrom(desired.Annotations, ownedAnnotations), v1alpha1.IsStatusAnnotation)
 	for k := range actual.Data {
 		if _, ok := desired.Data[k]; !ok {
 			d.StaleData = append(d.StaleData, k)

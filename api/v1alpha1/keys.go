@@ -74,3 +74,13 @@ const (
 	ReasonInvalid  = "Invalid"
 	ReasonFailed   = "Failed"
 )
+
+// IsStatusAnnotation reports whether key is one of the status annotations cmsync writes
+// on a source.
+func IsStatusAnnotation(key string) bool {
+	switch key {
+	case StatusAnnotation, SyncedAnnotation, MessageAnnotation, LastSyncTimeAnnotation:
+		return true
+	}
+	return false
+}

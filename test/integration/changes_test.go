@@ -93,7 +93,7 @@ func TestRepairsDrift(t *testing.T) {
 // Immutable sources give immutable replicas; a source recreated with other content
 // gets its replicas recreated.
 func TestImmutableSourceReplacesReplicas(t *testing.T) {
-	startController(t)
+	running := startController(t)
 	srcNS := newNamespace(t, "src", nil)
 	a := newNamespace(t, "dst", nil)
 	b := newNamespace(t, "dst", nil)
@@ -112,12 +112,15 @@ func TestImmutableSourceReplacesReplicas(t *testing.T) {
 		t.Fatalf("replica is not immutable")
 	}
 
-	// Recreate the source with new content while the controller keeps running.
+	// Recreate the source with new content while the controller is stopped, so that
+	// it finds immutable replicas whose content differs, rather than none.
+	running.Stop()
 	must(t, k8s.Delete(context.Background(), src))
 	again := src.DeepCopy()
 	again.ResourceVersion, again.UID = "", ""
 	again.Data = map[string]string{"v": "2"}
 	must(t, k8s.Create(context.Background(), again))
+	startController(t)
 	eventually(t, timeout, "immutable replicas replaced", func() error {
 		for _, ns := range []string{a, b} {
 			r, err := getConfigMap(ns, "frozen")
@@ -129,6 +132,9 @@ func TestImmutableSourceReplacesReplicas(t *testing.T) {
 			}
 			if r.Immutable == nil || !*r.Immutable {
 				return errorf("%s: replacement is not immutable", ns)
+			}
+			if r.UID == first.UID && ns == a {
+				return errorf("%s: replica not replaced", ns)
 			}
 		}
 		return nil

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -68,12 +69,21 @@ func newScheme() *runtime.Scheme {
 // controllerUnderTest is one running instance of cmsync's controller.
 type controllerUnderTest struct {
 	writes atomic.Int64 // create, update, patch and delete requests it sent
+	mu     sync.Mutex
+	paths  []string // the last write requests, to explain a failure
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
 // Writes returns how many write requests the controller has made.
 func (c *controllerUnderTest) Writes() int64 { return c.writes.Load() }
+
+// LastWrites describes the most recent write requests.
+func (c *controllerUnderTest) LastWrites() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.paths, "\n")
+}
 
 // Stop stops the controller and waits until it has.
 func (c *controllerUnderTest) Stop() {
@@ -103,6 +113,9 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method != http.MethodGet {
 				c.writes.Add(1)
+				c.mu.Lock()
+				c.paths = append(c.paths[max(0, len(c.paths)-20):], req.Method+" "+req.URL.Path)
+				c.mu.Unlock()
 			}
 			return rt.RoundTrip(req)
 		})
