@@ -21,7 +21,7 @@ func TestReplicasFollowSourceChanges(t *testing.T) {
 	src.Annotations = map[string]string{
 		v1alpha1.TargetNamespacesAnnotation: target,
 		v1alpha1.StripMetadataAnnotation:    "internal.example.com/*, secret-*",
-		"keep": "1", "drop": "1", "secret-token": "s",
+		"keep":                              "1", "drop": "1", "secret-token": "s",
 	}
 	src.Data = map[string]string{"keep": "1", "drop": "1"}
 	src.BinaryData = map[string][]byte{"bin-keep": {1}, "bin-drop": {2}}
@@ -209,4 +209,3 @@ func expectEqualContent(r *corev1.ConfigMap, data map[string]string, binary map[
 	}
 	return nil
 }
-

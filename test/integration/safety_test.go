@@ -235,4 +235,3 @@ func assertNoWrites(t *testing.T, c *controllerUnderTest, src *corev1.ConfigMap,
 		return nil
 	})
 }
-
