@@ -1,0 +1,121 @@
+package predicates
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+func configMap() *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "app", Namespace: "ns", UID: "u1", ResourceVersion: "1",
+			Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: "*"},
+		},
+		Data: map[string]string{"k": "v"},
+	}
+}
+
+type change struct {
+	name   string
+	mutate func(cm *corev1.ConfigMap)
+	want   bool
+}
+
+func commonChanges() []change {
+	return []change{
+		{"resync, nothing changed", func(*corev1.ConfigMap) {}, false},
+		{"resourceVersion and managedFields only", func(cm *corev1.ConfigMap) {
+			cm.ResourceVersion = "2"
+			cm.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}}
+		}, false},
+		{"data", func(cm *corev1.ConfigMap) { cm.Data["k"] = "w" }, true},
+		{"binaryData", func(cm *corev1.ConfigMap) { cm.BinaryData = map[string][]byte{"b": {1}} }, true},
+		{"immutable", func(cm *corev1.ConfigMap) { t := true; cm.Immutable = &t }, true},
+		{"label", func(cm *corev1.ConfigMap) { cm.Labels["x"] = "y" }, true},
+		{"annotation", func(cm *corev1.ConfigMap) { cm.Annotations["x"] = "y" }, true},
+		{"recreated", func(cm *corev1.ConfigMap) { cm.UID = "u2" }, true},
+		{"deletion started", func(cm *corev1.ConfigMap) { now := metav1.Now(); cm.DeletionTimestamp = &now }, true},
+	}
+}
+
+func TestSourceChanged(t *testing.T) {
+	changes := append(commonChanges(),
+		change{"own status write", func(cm *corev1.ConfigMap) {
+			cm.Annotations[v1alpha1.StatusAnnotation] = "Synced"
+			cm.Annotations[v1alpha1.SyncedAnnotation] = "1/1"
+			cm.Annotations[v1alpha1.MessageAnnotation] = "m"
+			cm.Annotations[v1alpha1.LastSyncTimeAnnotation] = "t"
+		}, false},
+		change{"target annotation", func(cm *corev1.ConfigMap) { cm.Annotations[v1alpha1.TargetNamespacesAnnotation] = "a" }, true},
+	)
+	p := SourceChanged()
+	for _, c := range changes {
+		t.Run(c.name, func(t *testing.T) {
+			old := configMap()
+			updated := old.DeepCopy()
+			c.mutate(updated)
+			if got := p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated}); got != c.want {
+				t.Errorf("Update = %v, want %v", got, c.want)
+			}
+		})
+	}
+	if !p.Create(event.CreateEvent{Object: configMap()}) || !p.Delete(event.DeleteEvent{Object: configMap()}) {
+		t.Errorf("creates and deletes of sources must pass")
+	}
+}
+
+func TestReplicaChanged(t *testing.T) {
+	changes := append(commonChanges(),
+		change{"status annotation on a replica", func(cm *corev1.ConfigMap) { cm.Annotations[v1alpha1.StatusAnnotation] = "x" }, true},
+	)
+	p := ReplicaChanged()
+	for _, c := range changes {
+		t.Run(c.name, func(t *testing.T) {
+			old := configMap()
+			updated := old.DeepCopy()
+			c.mutate(updated)
+			if got := p.Update(event.TypedUpdateEvent[*corev1.ConfigMap]{ObjectOld: old, ObjectNew: updated}); got != c.want {
+				t.Errorf("Update = %v, want %v", got, c.want)
+			}
+		})
+	}
+	if !p.Create(event.TypedCreateEvent[*corev1.ConfigMap]{Object: configMap()}) ||
+		!p.Delete(event.TypedDeleteEvent[*corev1.ConfigMap]{Object: configMap()}) {
+		t.Errorf("creates (orphans found at start-up) and deletes (replicas to restore) must pass")
+	}
+}
+
+func TestNamespaceChanged(t *testing.T) {
+	ns := func() *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "u", Labels: map[string]string{"env": "prod"}, Annotations: map[string]string{"a": "1"}}}
+	}
+	tests := []struct {
+		name   string
+		mutate func(*metav1.PartialObjectMetadata)
+		want   bool
+	}{
+		{"annotation only", func(n *metav1.PartialObjectMetadata) { n.Annotations["a"] = "2" }, false},
+		{"finalizers only", func(n *metav1.PartialObjectMetadata) { n.Finalizers = []string{"kubernetes"} }, false},
+		{"label added", func(n *metav1.PartialObjectMetadata) { n.Labels["tier"] = "web" }, true},
+		{"label removed", func(n *metav1.PartialObjectMetadata) { delete(n.Labels, "env") }, true},
+		{"ignore label", func(n *metav1.PartialObjectMetadata) { n.Labels[v1alpha1.IgnoreNamespaceLabel] = "true" }, true},
+		{"terminating", func(n *metav1.PartialObjectMetadata) { now := metav1.Now(); n.DeletionTimestamp = &now }, true},
+	}
+	p := NamespaceChanged()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := ns()
+			updated := old.DeepCopy()
+			tt.mutate(updated)
+			if got := p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated}); got != tt.want {
+				t.Errorf("Update = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
