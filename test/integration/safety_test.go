@@ -15,7 +15,7 @@ import (
 // deleted: the source is Degraded with a message naming the namespace and a Conflict
 // event; once the unmanaged ConfigMap is gone, the replica is created.
 func TestNeverTouchesUnmanagedConfigMaps(t *testing.T) {
-	startController(t)
+	running := startController(t)
 	srcNS := newNamespace(t, "src", nil)
 	free, taken := newNamespace(t, "free", nil), newNamespace(t, "taken", nil)
 	theirs := &corev1.ConfigMap{Data: map[string]string{"owner": "someone else"}}
@@ -33,6 +33,9 @@ func TestNeverTouchesUnmanagedConfigMaps(t *testing.T) {
 		t.Errorf("synced %q, want 1/2", got)
 	}
 	waitForEvent(t, src, v1alpha1.ReasonConflict, taken)
+	if got := metricValue(t, running.Metrics, "cmsync_replicas", "conflict"); got != 1 {
+		t.Errorf("cmsync_replicas{state=conflict} = %v, want 1", got)
+	}
 
 	// Let several conflict rechecks pass: the unmanaged ConfigMap stays untouched.
 	consistently(t, 3*time.Second, "unmanaged ConfigMap untouched", func() error {
@@ -58,6 +61,9 @@ func TestNeverTouchesUnmanagedConfigMaps(t *testing.T) {
 	must(t, k8s.Delete(context.Background(), theirs))
 	waitForReplicasIn(t, src, free, taken)
 	waitForSynced(t, src, "2/2")
+	if got := metricValue(t, running.Metrics, "cmsync_replicas", "conflict"); got != 0 {
+		t.Errorf("cmsync_replicas{state=conflict} = %v after the conflict ended, want 0", got)
+	}
 }
 
 // Invalid annotations are reported (status, message, event) and change nothing: no
@@ -210,6 +216,12 @@ func TestIdleAndRestartMakeNoWrites(t *testing.T) {
 	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}, map[string]string{"k": "v"})
 	waitForReplicasIn(t, src, targets...)
 	synced := waitForSynced(t, src, "10/10")
+	if got := metricValue(t, running.Metrics, "cmsync_replicas", "synced"); got < 10 {
+		t.Errorf("cmsync_replicas{state=synced} = %v, want at least this source's 10", got)
+	}
+	if metricValue(t, running.Metrics, "cmsync_sources", "") < 1 || metricValue(t, running.Metrics, "cmsync_sync_duration_seconds", "") < 1 {
+		t.Errorf("cmsync_sources or cmsync_sync_duration_seconds not recorded")
+	}
 	time.Sleep(2 * time.Second) // let every pass triggered by our own writes finish
 	assertNoWrites(t, running, src, synced.ResourceVersion, 5*time.Second)
 

@@ -73,6 +73,8 @@ type controllerUnderTest struct {
 	paths  []string // the last write requests, to explain a failure
 	cancel context.CancelFunc
 	done   chan struct{}
+	// Metrics is the registry holding the controller's cmsync_* metrics.
+	Metrics *prometheus.Registry
 }
 
 // Writes returns how many write requests the controller has made.
@@ -106,7 +108,7 @@ func defaultPolicy() replicator.Policy {
 // counts its write requests, until the test ends.
 func startController(t *testing.T, opts ...controllerOption) *controllerUnderTest {
 	t.Helper()
-	c := &controllerUnderTest{done: make(chan struct{})}
+	c := &controllerUnderTest{done: make(chan struct{}), Metrics: prometheus.NewRegistry()}
 	cfg := rest.CopyConfig(restConfig)
 	cfg.QPS, cfg.Burst = 500, 1000
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
@@ -135,7 +137,7 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 		Writers:         16,
 		ConflictRecheck: time.Second,
 		Controller:      controller.Options{MaxConcurrentReconciles: 4},
-		Registerer:      prometheus.NewRegistry(),
+		Registerer:      c.Metrics,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -375,3 +377,27 @@ func waitForEvent(t *testing.T, obj client.Object, reason, fragment string) {
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// metricValue reads one sample of a gauge or the count of a histogram, selected by
+// name and, when given, the value of its "state" label.
+func metricValue(t *testing.T, reg *prometheus.Registry, name, state string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	must(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if state != "" && (len(m.GetLabel()) == 0 || m.GetLabel()[0].GetValue() != state) {
+				continue
+			}
+			if h := m.GetHistogram(); h != nil {
+				return float64(h.GetSampleCount())
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("metric %s{state=%q} not found", name, state)
+	return 0
+}
