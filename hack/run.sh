@@ -5,7 +5,9 @@
 set -euo pipefail
 bin="$1"; shift
 
-if go run ./hack/localcluster -reachable; then
+mkdir -p .cache
+go build -o .cache/localcluster ./hack/localcluster
+if .cache/localcluster -reachable; then
   echo "run: using the cluster of the current kubeconfig" >&2
   exec "$bin" "$@"
 fi
@@ -14,7 +16,6 @@ echo "run: no cluster reachable; starting the local control plane (the first tim
 export KUBEBUILDER_ASSETS="$(hack/control-plane-binaries.sh)"
 kubeconfig="$PWD/.cache/local/kubeconfig"
 rm -f "$kubeconfig"
-go build -o .cache/localcluster ./hack/localcluster
 .cache/localcluster -kubeconfig-out "$kubeconfig" &
 cluster=$!
 trap 'kill "$cluster" 2>/dev/null; wait "$cluster" 2>/dev/null || true' EXIT

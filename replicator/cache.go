@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -49,7 +48,7 @@ func NamespaceMetadata() *metav1.PartialObjectMetadata {
 	return ns
 }
 
-// NewReplicaCache builds the replica cache, indexed by source ID. The caller starts it
+// NewReplicaCache builds the replica cache, indexed by the source annotation. The caller starts it
 // (mgr.Add) and waits for it before reconciling (the controller's watch does).
 func NewReplicaCache(ctx context.Context, config *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper, httpClient *http.Client) (cache.Cache, error) {
 	replicas, err := cache.New(config, cache.Options{
@@ -63,8 +62,8 @@ func NewReplicaCache(ctx context.Context, config *rest.Config, scheme *runtime.S
 	if err != nil {
 		return nil, fmt.Errorf("creating the replica cache: %w", err)
 	}
-	err = replicas.IndexField(ctx, &corev1.ConfigMap{}, SourceIDIndex, func(obj client.Object) []string {
-		return []string{obj.GetLabels()[v1alpha1.SourceIDLabel]}
+	err = replicas.IndexField(ctx, &corev1.ConfigMap{}, SourceIndex, func(obj client.Object) []string {
+		return []string{obj.GetAnnotations()[v1alpha1.SourceAnnotation]}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("indexing the replica cache: %w", err)
@@ -72,11 +71,11 @@ func NewReplicaCache(ctx context.Context, config *rest.Config, scheme *runtime.S
 	return replicas, nil
 }
 
-// ReplicaSelector selects the ConfigMaps cmsync wrote.
+// ReplicaSelector selects the ConfigMaps cmsync wrote. It does not require the
+// source-id label, so a replica whose source-id label was removed stays in view and is
+// repaired.
 func ReplicaSelector() labels.Selector {
-	managed, _ := labels.NewRequirement(v1alpha1.ManagedByLabel, selection.Equals, []string{v1alpha1.ManagedByValue})
-	hasSource, _ := labels.NewRequirement(v1alpha1.SourceIDLabel, selection.Exists, nil)
-	return labels.NewSelector().Add(*managed, *hasSource)
+	return labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 }
 
 // keepOwnManagedFields drops every managedFields entry but cmsync's own, which

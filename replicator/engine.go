@@ -17,9 +17,9 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
-// SourceIDIndex indexes the replica cache by the source-id label, so the replicas of
+// SourceIndex indexes the replica cache by the source annotation, so the replicas of
 // one source are found without scanning every replica.
-const SourceIDIndex = "cmsync.sourceID"
+const SourceIndex = "cmsync.source"
 
 // Outcome is what a pass did, or could not do, in one target namespace.
 type Outcome int
@@ -60,7 +60,7 @@ func (e errNotOurs) Error() string {
 type Engine struct {
 	// Client writes to the API server.
 	Client client.Client
-	// Replicas reads the replica cache (label-filtered, indexed by SourceIDIndex).
+	// Replicas reads the replica cache (label-filtered, indexed by SourceIndex).
 	Replicas client.Reader
 	// APIReader reads the API server directly: it sees ConfigMaps the caches filter out.
 	APIReader client.Reader
@@ -71,7 +71,7 @@ type Engine struct {
 // ListReplicas returns the replicas of source by namespace, from the replica cache.
 func (e *Engine) ListReplicas(ctx context.Context, source types.NamespacedName) (map[string]*corev1.ConfigMap, error) {
 	var list corev1.ConfigMapList
-	if err := e.Replicas.List(ctx, &list, client.MatchingFields{SourceIDIndex: SourceID(source)}); err != nil {
+	if err := e.Replicas.List(ctx, &list, client.MatchingFields{SourceIndex: SourceKey(source)}); err != nil {
 		return nil, fmt.Errorf("listing replicas of %s: %w", SourceKey(source), err)
 	}
 	replicas := make(map[string]*corev1.ConfigMap, len(list.Items))
@@ -134,7 +134,7 @@ func (e *Engine) syncReplica(ctx context.Context, source types.NamespacedName, d
 		// The cache only holds replicas: an absent entry may still hide a ConfigMap
 		// of the same name that is not ours, so create, never apply, and look before
 		// deciding anything on AlreadyExists.
-		err := e.Client.Create(ctx, desired.DeepCopy(), client.FieldOwner(v1alpha1.FieldManager))
+		err := e.Client.Create(ctx, desired, client.FieldOwner(v1alpha1.FieldManager))
 		if err == nil {
 			return Created, nil
 		}
@@ -192,7 +192,7 @@ func (e *Engine) recreate(ctx context.Context, desired, actual *corev1.ConfigMap
 	if err != nil && !apierrors.IsNotFound(err) {
 		return Failed, fmt.Errorf("deleting immutable replica to replace it: %w", err)
 	}
-	if err := e.Client.Create(ctx, desired.DeepCopy(), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+	if err := e.Client.Create(ctx, desired, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 		return Failed, fmt.Errorf("creating replacement of immutable replica: %w", err)
 	}
 	return Recreated, nil

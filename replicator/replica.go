@@ -34,8 +34,8 @@ func ParseSourceKey(value string) (types.NamespacedName, bool) {
 
 // SourceID is the value of the source-id label on every replica of source: a hash,
 // because a ConfigMap name (up to 253 characters) does not fit in a label value (63).
-// The source annotation, not this label, decides ownership, so a collision could at
-// worst list a stranger's replica, which IsReplicaOf then rejects.
+// It lets anyone list the replicas of one source with one label selector; ownership is
+// decided by the source annotation alone (IsReplicaOf).
 func SourceID(source types.NamespacedName) string {
 	sum := sha256.Sum256([]byte(SourceKey(source)))
 	return hex.EncodeToString(sum[:])[:40]
@@ -48,11 +48,10 @@ func IsReplica(cm metav1.Object) bool {
 }
 
 // IsReplicaOf reports whether cm is a replica of this very source: only then may cmsync
-// change or delete it.
+// change or delete it. A replica whose other markers were edited is still ours and is
+// repaired; one whose managed-by label was removed has been disowned by its editor.
 func IsReplicaOf(cm metav1.Object, source types.NamespacedName) bool {
-	return IsReplica(cm) &&
-		cm.GetAnnotations()[v1alpha1.SourceAnnotation] == SourceKey(source) &&
-		cm.GetLabels()[v1alpha1.SourceIDLabel] == SourceID(source)
+	return IsReplica(cm) && cm.GetAnnotations()[v1alpha1.SourceAnnotation] == SourceKey(source)
 }
 
 // ParseStripMetadata parses the strip-metadata annotation: a comma list of globs over

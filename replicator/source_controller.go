@@ -213,7 +213,7 @@ func (r *SourceReconciler) report(ctx context.Context, src *corev1.ConfigMap, re
 func (r *SourceReconciler) recordPassEvents(ctx context.Context, src *corev1.ConfigMap, status SourceStatus, counts ReplicaCounts) {
 	switch {
 	case status.State == v1alpha1.StatusSynced:
-		r.Recorder.Eventf(src, nil, corev1.EventTypeNormal, v1alpha1.ReasonSynced, "Sync", "%s namespaces in sync", status.Synced)
+		r.Recorder.Eventf(src, nil, corev1.EventTypeNormal, v1alpha1.ReasonSynced, "Sync", "%s (%s)", status.Message, status.Synced)
 	case counts.Conflict > 0:
 		log.FromContext(ctx).Info("conflict: a target namespace holds a ConfigMap cmsync does not own", "message", status.Message)
 		r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, v1alpha1.ReasonConflict, "Sync", "%s", status.Message)

@@ -50,7 +50,7 @@ func StatusOf(results []NamespaceResult, cleanupErr error) SourceStatus {
 	case len(results) == 0:
 		status.Message = "no namespace matches the targets"
 	default:
-		status.Message = fmt.Sprintf("in sync in %d namespaces", len(results))
+		status.Message = fmt.Sprintf("in sync in %d %s", len(results), plural(len(results), "namespace", "namespaces"))
 	}
 	return status
 }
@@ -125,4 +125,11 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:maxMessageLength-3] + "..."
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

@@ -57,10 +57,10 @@ func TestInvalidStatusIsOneBoundedLine(t *testing.T) {
 
 func TestStatusPatch(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	status := SourceStatus{State: "Synced", Synced: "1/1", Message: "in sync in 1 namespaces"}
+	status := SourceStatus{State: "Synced", Synced: "1/1", Message: "in sync in 1 namespace"}
 	current := map[string]string{
 		v1alpha1.StatusAnnotation: "Synced", v1alpha1.SyncedAnnotation: "1/1",
-		v1alpha1.MessageAnnotation: "in sync in 1 namespaces", v1alpha1.LastSyncTimeAnnotation: "2026-01-01T00:00:00Z",
+		v1alpha1.MessageAnnotation: "in sync in 1 namespace", v1alpha1.LastSyncTimeAnnotation: "2026-01-01T00:00:00Z",
 	}
 	if p := StatusPatch("u", current, status, false, now); p != nil {
 		t.Errorf("an unchanged status must not be written, got %s", p)

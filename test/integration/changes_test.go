@@ -79,6 +79,22 @@ func TestRepairsDrift(t *testing.T) {
 		return expectEqualContent(r, map[string]string{"k": "v"}, nil, nil, nil)
 	})
 
+	// Removing a marker label does not make it someone else's: it is repaired.
+	update(t, replica, func(cm *corev1.ConfigMap) {
+		delete(cm.Labels, v1alpha1.SourceIDLabel)
+		cm.Data["k"] = "tampered again"
+	})
+	eventually(t, timeout, "replica with a removed source-id label restored", func() error {
+		r, err := getConfigMap(target, "app")
+		if err != nil {
+			return err
+		}
+		if r.Labels[v1alpha1.SourceIDLabel] == "" {
+			return errorf("source-id label not restored")
+		}
+		return expectEqualContent(r, map[string]string{"k": "v"}, nil, nil, nil)
+	})
+
 	must(t, k8s.Delete(context.Background(), replica))
 	eventually(t, timeout, "deleted replica recreated", func() error {
 		r, err := getConfigMap(target, "app")
