@@ -48,7 +48,7 @@ func NamespaceMetadata() *metav1.PartialObjectMetadata {
 	return ns
 }
 
-// NewReplicaCache builds the replica cache, indexed by the source annotation. The caller starts it
+// NewReplicaCache builds the replica cache, indexed by owner. The caller starts it
 // (mgr.Add) and waits for it before reconciling (the controller's watch does).
 func NewReplicaCache(ctx context.Context, config *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper, httpClient *http.Client) (cache.Cache, error) {
 	replicas, err := cache.New(config, cache.Options{
@@ -62,8 +62,8 @@ func NewReplicaCache(ctx context.Context, config *rest.Config, scheme *runtime.S
 	if err != nil {
 		return nil, fmt.Errorf("creating the replica cache: %w", err)
 	}
-	err = replicas.IndexField(ctx, &corev1.ConfigMap{}, SourceIndex, func(obj client.Object) []string {
-		return []string{obj.GetAnnotations()[v1alpha1.SourceAnnotation]}
+	err = replicas.IndexField(ctx, &corev1.ConfigMap{}, OwnerIndex, func(obj client.Object) []string {
+		return []string{OwnerKeyOf(obj)}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("indexing the replica cache: %w", err)

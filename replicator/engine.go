@@ -17,9 +17,9 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
-// SourceIndex indexes the replica cache by the source annotation, so the replicas of
-// one source are found without scanning every replica.
-const SourceIndex = "cmsync.source"
+// OwnerIndex indexes the replica cache by OwnerKeyOf, so the replicas of one owner are
+// found without scanning every replica.
+const OwnerIndex = "cmsync.owner"
 
 // Outcome is what a pass did, or could not do, in one target namespace.
 type Outcome int
@@ -44,15 +44,10 @@ type NamespaceResult struct {
 }
 
 // errNotOurs is the conflict of a ConfigMap in a target namespace that is not a replica
-// of this source; cmsync leaves it alone.
-type errNotOurs struct{ owner string }
+// of this owner; cmsync leaves it alone. The text says who has it.
+type errNotOurs struct{ holder string }
 
-func (e errNotOurs) Error() string {
-	if e.owner != "" {
-		return "a ConfigMap of the same name replicated from " + e.owner + " exists"
-	}
-	return "a ConfigMap not managed by cmsync exists"
-}
+func (e errNotOurs) Error() string { return e.holder }
 
 // Engine writes and deletes the replicas of a source. It owns every API write cmsync
 // makes to replicas, for both front doors, and never touches a ConfigMap that is not a
@@ -68,16 +63,16 @@ type Engine struct {
 	Workers int
 }
 
-// ListReplicas returns the replicas of source by namespace, from the replica cache.
-func (e *Engine) ListReplicas(ctx context.Context, source types.NamespacedName) (map[string]*corev1.ConfigMap, error) {
+// ListReplicas returns the replicas of owner by namespace, from the replica cache.
+func (e *Engine) ListReplicas(ctx context.Context, owner Owner) (map[string]*corev1.ConfigMap, error) {
 	var list corev1.ConfigMapList
-	if err := e.Replicas.List(ctx, &list, client.MatchingFields{SourceIndex: SourceKey(source)}); err != nil {
-		return nil, fmt.Errorf("listing replicas of %s: %w", SourceKey(source), err)
+	if err := e.Replicas.List(ctx, &list, client.MatchingFields{OwnerIndex: owner.Key()}); err != nil {
+		return nil, fmt.Errorf("listing replicas of %s: %w", SourceKey(owner.Source), err)
 	}
 	replicas := make(map[string]*corev1.ConfigMap, len(list.Items))
 	for i := range list.Items {
 		cm := &list.Items[i]
-		if cm.Name == source.Name && IsReplicaOf(cm, source) {
+		if cm.Name == owner.Source.Name && owner.Owns(cm) {
 			replicas[cm.Namespace] = cm
 		}
 	}
@@ -86,12 +81,12 @@ func (e *Engine) ListReplicas(ctx context.Context, source types.NamespacedName) 
 
 // SyncTargets makes the replica in each target namespace equal to desired(namespace),
 // given the replicas that exist, and returns one result per target, sorted.
-func (e *Engine) SyncTargets(ctx context.Context, source types.NamespacedName, targets []string,
+func (e *Engine) SyncTargets(ctx context.Context, owner Owner, targets []string,
 	desired func(namespace string) *corev1.ConfigMap, existing map[string]*corev1.ConfigMap) []NamespaceResult {
 	results := make([]NamespaceResult, len(targets))
 	e.parallel(len(targets), func(i int) {
 		ns := targets[i]
-		outcome, err := e.syncReplica(ctx, source, desired(ns), existing[ns])
+		outcome, err := e.syncReplica(ctx, owner, desired(ns), existing[ns])
 		results[i] = NamespaceResult{Namespace: ns, Outcome: outcome, Err: err}
 	})
 	sort.Slice(results, func(i, j int) bool { return results[i].Namespace < results[j].Namespace })
@@ -129,7 +124,7 @@ func (e *Engine) DeleteReplicas(ctx context.Context, existing map[string]*corev1
 }
 
 // syncReplica brings one namespace in line. actual is the cached replica, or nil.
-func (e *Engine) syncReplica(ctx context.Context, source types.NamespacedName, desired, actual *corev1.ConfigMap) (Outcome, error) {
+func (e *Engine) syncReplica(ctx context.Context, owner Owner, desired, actual *corev1.ConfigMap) (Outcome, error) {
 	if actual == nil {
 		// The cache only holds replicas: an absent entry may still hide a ConfigMap
 		// of the same name that is not ours, so create, never apply, and look before
@@ -145,12 +140,8 @@ func (e *Engine) syncReplica(ctx context.Context, source types.NamespacedName, d
 		if err := e.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), actual); err != nil {
 			return Failed, err
 		}
-		if !IsReplicaOf(actual, source) {
-			owner := ""
-			if IsReplica(actual) {
-				owner = actual.Annotations[v1alpha1.SourceAnnotation]
-			}
-			return Conflict, errNotOurs{owner: owner}
+		if !owner.Owns(actual) {
+			return Conflict, errNotOurs{holder: describeOwner(actual)}
 		}
 	}
 	diff := DiffReplica(desired, actual)

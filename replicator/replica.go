@@ -47,13 +47,6 @@ func IsReplica(cm metav1.Object) bool {
 		cm.GetAnnotations()[v1alpha1.SourceAnnotation] != ""
 }
 
-// IsReplicaOf reports whether cm is a replica of this very source: only then may cmsync
-// change or delete it. A replica whose other markers were edited is still ours and is
-// repaired; one whose managed-by label was removed has been disowned by its editor.
-func IsReplicaOf(cm metav1.Object, source types.NamespacedName) bool {
-	return IsReplica(cm) && cm.GetAnnotations()[v1alpha1.SourceAnnotation] == SourceKey(source)
-}
-
 // ParseStripMetadata parses the strip-metadata annotation: a comma list of globs over
 // label and annotation keys, where "*" also matches "/" (so "*" alone strips
 // everything). A marker cmsync itself sets cannot be stripped by name.
@@ -105,10 +98,11 @@ func copiedMetadata(from map[string]string, strip []string) map[string]string {
 	return out
 }
 
-// DesiredReplica is the replica of source that must exist in namespace: the source's
-// name, data, binaryData and immutable flag, its copied labels and annotations, and the
-// replica markers. It is the whole truth about the replica, suitable for comparison.
-func DesiredReplica(source *corev1.ConfigMap, namespace string, strip []string) *corev1.ConfigMap {
+// DesiredReplica is the replica of source that must exist in namespace for owner: the
+// source's name, data, binaryData and immutable flag, its copied labels and
+// annotations, and the replica markers. It is the whole truth about the replica,
+// suitable for comparison.
+func DesiredReplica(source *corev1.ConfigMap, namespace string, strip []string, owner Owner) *corev1.ConfigMap {
 	key := types.NamespacedName{Namespace: source.Namespace, Name: source.Name}
 	labels := copiedMetadata(source.Labels, strip)
 	labels[v1alpha1.ManagedByLabel] = v1alpha1.ManagedByValue
@@ -129,6 +123,9 @@ func DesiredReplica(source *corev1.ConfigMap, namespace string, strip []string) 
 	if source.Immutable != nil {
 		immutable := *source.Immutable
 		replica.Immutable = &immutable
+	}
+	if owner.Sync != nil {
+		replica.OwnerReferences = []metav1.OwnerReference{*owner.Sync}
 	}
 	return replica
 }

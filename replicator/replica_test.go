@@ -36,7 +36,7 @@ func sampleSource() *corev1.ConfigMap {
 
 func TestDesiredReplica(t *testing.T) {
 	src := sampleSource()
-	got := DesiredReplica(src, "team-a", []string{"internal.example.com/*", "secret-*"})
+	got := DesiredReplica(src, "team-a", []string{"internal.example.com/*", "secret-*"}, AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "settings"}))
 	key := types.NamespacedName{Namespace: "platform", Name: "settings"}
 	wantLabels := map[string]string{"team": "platform", v1alpha1.ManagedByLabel: "cmsync", v1alpha1.SourceIDLabel: SourceID(key)}
 	wantAnnotations := map[string]string{"note": "n", v1alpha1.SourceAnnotation: "platform/settings"}
@@ -59,13 +59,13 @@ func TestDesiredReplica(t *testing.T) {
 	if src.Data["k"] != "v" {
 		t.Errorf("the desired replica shares its data map with the source")
 	}
-	if !IsReplicaOf(got, key) {
+	if !AnnotationOwner(key).Owns(got) {
 		t.Errorf("the desired replica is not recognised as a replica of its source")
 	}
-	if IsReplicaOf(got, types.NamespacedName{Namespace: "platform", Name: "other"}) {
+	if AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "other"}).Owns(got) {
 		t.Errorf("the desired replica is claimed by another source")
 	}
-	all := DesiredReplica(src, "team-a", []string{"*"})
+	all := DesiredReplica(src, "team-a", []string{"*"}, AnnotationOwner(key))
 	if len(all.Labels) != 2 || len(all.Annotations) != 1 {
 		t.Errorf(`"*" should strip every copied key but keep the markers: %v %v`, all.Labels, all.Annotations)
 	}
@@ -127,7 +127,7 @@ func managedFields(manager string, operation metav1.ManagedFieldsOperationType, 
 }
 
 func TestDiffReplica(t *testing.T) {
-	desired := DesiredReplica(sampleSource(), "team-a", nil)
+	desired := DesiredReplica(sampleSource(), "team-a", nil, AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "settings"}))
 	ours := `{"f:metadata":{"f:labels":{"f:old":{},"f:team":{}},"f:annotations":{"f:gone":{},"f:note":{},"f:cmsync.io/status":{}}}}`
 	tests := []struct {
 		name   string
@@ -166,5 +166,41 @@ func TestDiffReplica(t *testing.T) {
 				t.Errorf("unexpected diff %+v", d)
 			}
 		})
+	}
+}
+
+func TestOwnersNeverShareAReplica(t *testing.T) {
+	key := types.NamespacedName{Namespace: "platform", Name: "settings"}
+	syncA := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "uid-a"},
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: "platform", ConfigMapName: "settings"}}
+	syncB := syncA.DeepCopy()
+	syncB.Name, syncB.UID = "b", "uid-b"
+	owners := map[string]Owner{"annotations": AnnotationOwner(key), "sync a": SyncOwner(syncA), "sync b": SyncOwner(syncB)}
+	for name, owner := range owners {
+		replica := DesiredReplica(sampleSource(), "team-a", nil, owner)
+		for other, o := range owners {
+			if got := o.Owns(replica); got != (other == name) {
+				t.Errorf("replica of %s: Owns by %s = %v", name, other, got)
+			}
+		}
+		if OwnerKeyOf(replica) != owner.Key() {
+			t.Errorf("%s: OwnerKeyOf %q, want %q", name, OwnerKeyOf(replica), owner.Key())
+		}
+	}
+	replica := DesiredReplica(sampleSource(), "team-a", nil, SyncOwner(syncA))
+	if len(replica.OwnerReferences) != 1 || replica.OwnerReferences[0].Name != "a" || !*replica.OwnerReferences[0].Controller {
+		t.Errorf("owner reference %+v", replica.OwnerReferences)
+	}
+	if n, ok := SyncNameOf(replica); !ok || n != "a" {
+		t.Errorf("SyncNameOf = %q %v", n, ok)
+	}
+	unmanaged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "team-a"}}
+	for name, o := range owners {
+		if o.Owns(unmanaged) {
+			t.Errorf("%s owns an unmanaged ConfigMap", name)
+		}
+	}
+	if describeOwner(unmanaged) != "a ConfigMap not managed by cmsync exists" || !strings.Contains(describeOwner(replica), "ConfigMapSync a") {
+		t.Errorf("conflict texts: %q / %q", describeOwner(unmanaged), describeOwner(replica))
 	}
 }

@@ -68,11 +68,12 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, err
 	}
-	existing, err := r.Engine.ListReplicas(ctx, req.NamespacedName)
+	owner := AnnotationOwner(req.NamespacedName)
+	existing, err := r.Engine.ListReplicas(ctx, owner)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	results := r.Engine.SyncTargets(ctx, req.NamespacedName, plan.targets, plan.desired, existing)
+	results := r.Engine.SyncTargets(ctx, owner, plan.targets, plan.desired, existing)
 	deleted, cleanupErr := r.Engine.DeleteReplicas(ctx, existing, plan.targetSet())
 	return r.report(ctx, src, results, deleted, cleanupErr)
 }
@@ -119,7 +120,9 @@ func (r *SourceReconciler) planFor(ctx context.Context, src *corev1.ConfigMap) (
 	}
 	return plan{
 		targets: TargetNamespaces(spec, src.Namespace, namespaces, r.Policy),
-		desired: func(ns string) *corev1.ConfigMap { return DesiredReplica(src, ns, strip) },
+		desired: func(ns string) *corev1.ConfigMap {
+			return DesiredReplica(src, ns, strip, AnnotationOwner(client.ObjectKeyFromObject(src)))
+		},
 	}, nil
 }
 
@@ -127,7 +130,7 @@ func (r *SourceReconciler) planFor(ctx context.Context, src *corev1.ConfigMap) (
 // takes the status annotations off a ConfigMap that stopped being a source.
 func (r *SourceReconciler) retire(ctx context.Context, key types.NamespacedName) error {
 	r.Metrics.ForgetSource(key)
-	existing, err := r.Engine.ListReplicas(ctx, key)
+	existing, err := r.Engine.ListReplicas(ctx, AnnotationOwner(key))
 	if err != nil {
 		return err
 	}
@@ -261,10 +264,11 @@ func annotation(cm *corev1.ConfigMap, key string) *string {
 	return nil
 }
 
-// findSourceOfReplica maps a replica to the source its annotation names.
+// findSourceOfReplica maps a replica of the annotation form to the source its
+// annotation names.
 func findSourceOfReplica(_ context.Context, cm *corev1.ConfigMap) []reconcile.Request {
 	key, ok := ParseSourceKey(cm.Annotations[v1alpha1.SourceAnnotation])
-	if !ok || !IsReplicaOf(cm, key) {
+	if !ok || !AnnotationOwner(key).Owns(cm) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: key}}

@@ -11,7 +11,7 @@ import (
 )
 
 func TestStatusOf(t *testing.T) {
-	notOurs := errNotOurs{}
+	notOurs := errNotOurs{holder: "a ConfigMap not managed by cmsync exists"}
 	tests := []struct {
 		name        string
 		results     []NamespaceResult

@@ -84,3 +84,22 @@ func IsStatusAnnotation(key string) bool {
 	}
 	return false
 }
+
+// ConfigMapSync names and condition vocabulary.
+const (
+	// ConfigMapSyncKind is the kind of the explicit front door.
+	ConfigMapSyncKind = "ConfigMapSync"
+
+	// CleanupFinalizer keeps a ConfigMapSync until its replicas are deleted, so
+	// deletion works also where no garbage collector honours owner references.
+	CleanupFinalizer = Prefix + "cleanup"
+
+	// ConditionReady is the one condition of a ConfigMapSync.
+	ConditionReady = "Ready"
+
+	// Reasons of the Ready condition.
+	ReasonReadySynced    = "Synced"
+	ReasonDegraded       = "Degraded"
+	ReasonSourceNotFound = "SourceNotFound"
+	ReasonReadyInvalid   = "Invalid"
+)
