@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -22,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/replicator"
 )
 
@@ -82,9 +82,6 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	if err := o.checkConfigMapSyncMode(); err != nil {
-		return err
-	}
 	mgr, err := newManager(o)
 	if err != nil {
 		return err
@@ -95,6 +92,7 @@ func run(ctx context.Context, o options) error {
 		ConflictRecheck: o.conflictRecheck,
 		Controller:      o.controllerOptions(),
 		Registerer:      metrics.Registry,
+		ConfigMapSync:   o.configMapSync,
 	})
 	if err != nil {
 		return err
@@ -132,8 +130,12 @@ func newManager(o options) (ctrl.Manager, error) {
 
 func newScheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
+	// Only a programming error can make registering compiled-in types fail.
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		panic(err) // only a programming error can make registering built-in types fail
+		panic(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		panic(err)
 	}
 	return scheme
 }
@@ -148,17 +150,6 @@ func (o options) policy() (replicator.Policy, error) {
 		return replicator.Policy{}, fmt.Errorf("--source-namespaces: %w", err)
 	}
 	return replicator.Policy{ExcludeNamespaces: exclude, SourceNamespaces: sources}, nil
-}
-
-func (o options) checkConfigMapSyncMode() error {
-	switch o.configMapSync {
-	case "auto", "disabled":
-		return nil
-	case "enabled":
-		return errors.New("--configmapsync=enabled: this build has no ConfigMapSync controller yet; use auto or disabled")
-	default:
-		return fmt.Errorf("--configmapsync=%q: must be auto, enabled or disabled", o.configMapSync)
-	}
 }
 
 // controllerOptions sets the reconcile parallelism and the retry rate limiter: a failed

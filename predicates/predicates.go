@@ -83,3 +83,14 @@ func withoutStatus(annotations map[string]string) map[string]string {
 	}
 	return out
 }
+
+// SyncChanged passes ConfigMapSync events except updates that change neither the spec
+// (generation) nor the start of deletion: cmsync's own status and finalizer writes.
+func SyncChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return true
+		}
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || !sameLifecycle(e.ObjectOld, e.ObjectNew)
+	}}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,22 +62,53 @@ type Engine struct {
 	APIReader client.Reader
 	// Workers bounds the writes one pass makes in parallel.
 	Workers int
+
+	// blocked remembers the namespaces where an owner last found a ConfigMap it does not
+	// own ("<owner key>|<namespace>"). There the next pass looks before it creates, so a
+	// standing conflict costs reads, not a failing write on every recheck. It is only a
+	// hint: losing it (a restart) costs one create that fails with AlreadyExists.
+	blocked sync.Map
 }
 
-// ListReplicas returns the replicas of owner by namespace, from the replica cache.
-func (e *Engine) ListReplicas(ctx context.Context, owner Owner) (map[string]*corev1.ConfigMap, error) {
+// ListOwned returns every replica of owner in the replica cache, whatever its name.
+func (e *Engine) ListOwned(ctx context.Context, owner Owner) ([]*corev1.ConfigMap, error) {
 	var list corev1.ConfigMapList
 	if err := e.Replicas.List(ctx, &list, client.MatchingFields{OwnerIndex: owner.Key()}); err != nil {
 		return nil, fmt.Errorf("listing replicas of %s: %w", SourceKey(owner.Source), err)
 	}
-	replicas := make(map[string]*corev1.ConfigMap, len(list.Items))
+	owned := make([]*corev1.ConfigMap, 0, len(list.Items))
 	for i := range list.Items {
-		cm := &list.Items[i]
+		if IsReplica(&list.Items[i]) {
+			owned = append(owned, &list.Items[i])
+		}
+	}
+	return owned, nil
+}
+
+// ListReplicas returns the replicas of owner's source by namespace.
+func (e *Engine) ListReplicas(ctx context.Context, owner Owner) (map[string]*corev1.ConfigMap, error) {
+	owned, err := e.ListOwned(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	replicas := make(map[string]*corev1.ConfigMap, len(owned))
+	for _, cm := range owned {
 		if cm.Name == owner.Source.Name && owner.Owns(cm) {
 			replicas[cm.Namespace] = cm
 		}
 	}
 	return replicas, nil
+}
+
+// ReplicasOutside returns the replicas whose namespace is not in keep.
+func ReplicasOutside(replicas map[string]*corev1.ConfigMap, keep map[string]bool) []*corev1.ConfigMap {
+	var out []*corev1.ConfigMap
+	for ns, cm := range replicas {
+		if !keep[ns] {
+			out = append(out, cm)
+		}
+	}
+	return out
 }
 
 // SyncTargets makes the replica in each target namespace equal to desired(namespace),
@@ -93,55 +125,34 @@ func (e *Engine) SyncTargets(ctx context.Context, owner Owner, targets []string,
 	return results
 }
 
-// DeleteReplicas deletes the existing replicas outside keep and returns how many it
-// deleted. Each delete is conditional on the UID seen, so a ConfigMap that replaced the
-// replica in the meantime is never deleted.
-func (e *Engine) DeleteReplicas(ctx context.Context, existing map[string]*corev1.ConfigMap, keep map[string]bool) (int, error) {
-	var doomed []*corev1.ConfigMap
-	for ns, cm := range existing {
-		if !keep[ns] {
-			doomed = append(doomed, cm)
-		}
-	}
+// DeleteReplicas deletes the given replicas and returns how many it deleted. Each
+// delete is conditional on the UID seen, so a ConfigMap that replaced a replica in the
+// meantime is never deleted.
+func (e *Engine) DeleteReplicas(ctx context.Context, doomed []*corev1.ConfigMap) (int, error) {
 	errs := make([]error, len(doomed))
-	var mu sync.Mutex
-	deleted := 0
+	var deleted atomic.Int64
 	e.parallel(len(doomed), func(i int) {
 		cm := doomed[i]
 		err := e.Client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID})
 		switch {
 		case err == nil:
-			mu.Lock()
-			deleted++
-			mu.Unlock()
+			deleted.Add(1)
 		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 			// Already gone, or replaced by an object that is not the replica we saw.
 		default:
 			errs[i] = fmt.Errorf("deleting replica in %s: %w", cm.Namespace, err)
 		}
 	})
-	return deleted, errors.Join(errs...)
+	return int(deleted.Load()), errors.Join(errs...)
 }
 
 // syncReplica brings one namespace in line. actual is the cached replica, or nil.
 func (e *Engine) syncReplica(ctx context.Context, owner Owner, desired, actual *corev1.ConfigMap) (Outcome, error) {
 	if actual == nil {
-		// The cache only holds replicas: an absent entry may still hide a ConfigMap
-		// of the same name that is not ours, so create, never apply, and look before
-		// deciding anything on AlreadyExists.
-		err := e.Client.Create(ctx, desired, client.FieldOwner(v1alpha1.FieldManager))
-		if err == nil {
-			return Created, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return Failed, err
-		}
-		actual = &corev1.ConfigMap{}
-		if err := e.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), actual); err != nil {
-			return Failed, err
-		}
-		if !owner.Owns(actual) {
-			return Conflict, errNotOurs{holder: describeOwner(actual)}
+		var outcome Outcome
+		var err error
+		if actual, outcome, err = e.createReplica(ctx, owner, desired); actual == nil {
+			return outcome, err
 		}
 	}
 	diff := DiffReplica(desired, actual)
@@ -153,6 +164,44 @@ func (e *Engine) syncReplica(ctx context.Context, owner Owner, desired, actual *
 	default:
 		return Updated, e.update(ctx, desired, actual, diff)
 	}
+}
+
+// createReplica creates a missing replica. It returns the existing object instead when
+// one of the same name turns out to be ours (the cache lagged), or Conflict when it is
+// not: the replica cache sees other owners' replicas, and only an unmanaged ConfigMap
+// needs the API. The cache only holds replicas, so an absent entry may still hide an
+// unmanaged ConfigMap: create, never apply, and look before deciding anything on
+// AlreadyExists.
+func (e *Engine) createReplica(ctx context.Context, owner Owner, desired *corev1.ConfigMap) (*corev1.ConfigMap, Outcome, error) {
+	key := client.ObjectKeyFromObject(desired)
+	blockedKey := owner.Key() + "|" + key.Namespace
+	existing := &corev1.ConfigMap{}
+	err := e.Replicas.Get(ctx, key, existing)
+	if apierrors.IsNotFound(err) {
+		if _, blocked := e.blocked.Load(blockedKey); blocked {
+			err = e.APIReader.Get(ctx, key, existing)
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		err = e.Client.Create(ctx, desired, client.FieldOwner(v1alpha1.FieldManager))
+		if err == nil {
+			e.blocked.Delete(blockedKey)
+			return nil, Created, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, Failed, err
+		}
+		err = e.APIReader.Get(ctx, key, existing)
+	}
+	if err != nil {
+		return nil, Failed, err
+	}
+	if !owner.Owns(existing) {
+		e.blocked.Store(blockedKey, true)
+		return nil, Conflict, errNotOurs{holder: describeOwner(existing)}
+	}
+	e.blocked.Delete(blockedKey)
+	return existing, InSync, nil
 }
 
 // update applies the desired replica with server-side apply, conditional on the UID of

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Metrics are cmsync's own Prometheus metrics, kept as totals over every source.
@@ -15,7 +14,7 @@ type Metrics struct {
 	duration prometheus.Histogram
 
 	mu        sync.Mutex
-	bySource  map[types.NamespacedName]ReplicaCounts
+	bySource  map[string]ReplicaCounts
 	lastTotal ReplicaCounts
 }
 
@@ -32,14 +31,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"state"}),
 		sources: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cmsync_sources",
-			Help: "Source ConfigMaps cmsync currently replicates, including those whose annotations are invalid.",
+			Help: "Sources cmsync currently replicates: labelled ConfigMaps (including those whose annotations are invalid) and ConfigMapSyncs.",
 		}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "cmsync_sync_duration_seconds",
 			Help:    "Duration of one reconcile pass over a source and all its target namespaces.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
-		bySource: map[types.NamespacedName]ReplicaCounts{},
+		bySource: map[string]ReplicaCounts{},
 	}
 	reg.MustRegister(m.replicas, m.sources, m.duration)
 	for _, state := range []string{"synced", "conflict", "failed"} {
@@ -48,8 +47,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// RecordSource sets the counts of one source.
-func (m *Metrics) RecordSource(source types.NamespacedName, counts ReplicaCounts) {
+// RecordSource sets the counts of one source, named by its owner's Key.
+func (m *Metrics) RecordSource(source string, counts ReplicaCounts) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lastTotal = m.lastTotal.minus(m.bySource[source]).plus(counts)
@@ -57,8 +56,9 @@ func (m *Metrics) RecordSource(source types.NamespacedName, counts ReplicaCounts
 	m.publish()
 }
 
-// ForgetSource drops a source that no longer exists or is no longer labelled.
-func (m *Metrics) ForgetSource(source types.NamespacedName) {
+// ForgetSource drops a source that no longer exists or is no longer labelled, or a
+// deleted ConfigMapSync.
+func (m *Metrics) ForgetSource(source string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lastTotal = m.lastTotal.minus(m.bySource[source])

@@ -6,8 +6,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
@@ -23,11 +27,26 @@ type Options struct {
 	Controller controller.Options
 	// Registerer receives cmsync's metrics.
 	Registerer prometheus.Registerer
+	// ConfigMapSync runs the ConfigMapSync controller: "auto" when its CRD is
+	// installed, "enabled" (an error without the CRD) or "disabled".
+	ConfigMapSync string
 }
 
-// Setup adds the replica cache and the source controller to mgr, whose cache must be
-// built with ManagerCacheOptions.
+// Values of Options.ConfigMapSync.
+const (
+	ConfigMapSyncAuto     = "auto"
+	ConfigMapSyncEnabled  = "enabled"
+	ConfigMapSyncDisabled = "disabled"
+)
+
+// Setup adds the replica cache, the source controller and, as Options.ConfigMapSync
+// says, the ConfigMapSync controller to mgr, whose cache must be built with
+// ManagerCacheOptions and whose scheme must include v1alpha1.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	runSyncs, err := shouldRunConfigMapSync(mgr, o.ConfigMapSync)
+	if err != nil {
+		return err
+	}
 	replicas, err := NewReplicaCache(ctx, mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient())
 	if err != nil {
 		return err
@@ -35,22 +54,69 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := mgr.Add(replicas); err != nil {
 		return fmt.Errorf("adding the replica cache: %w", err)
 	}
-	r := &SourceReconciler{
+	engine := &Engine{
 		Client:    mgr.GetClient(),
+		Replicas:  replicas,
 		APIReader: mgr.GetAPIReader(),
-		Engine: &Engine{
-			Client:    mgr.GetClient(),
-			Replicas:  replicas,
-			APIReader: mgr.GetAPIReader(),
-			Workers:   o.Writers,
-		},
+		Workers:   o.Writers,
+	}
+	recorder := mgr.GetEventRecorder(v1alpha1.FieldManager)
+	metrics := NewMetrics(o.Registerer)
+	sources := &SourceReconciler{
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Engine:          engine,
 		Policy:          o.Policy,
-		Recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),
-		Metrics:         NewMetrics(o.Registerer),
+		Recorder:        recorder,
+		Metrics:         metrics,
 		ConflictRecheck: o.ConflictRecheck,
 	}
-	if err := r.SetupWithManager(mgr, replicas, o.Controller); err != nil {
+	if err := sources.SetupWithManager(mgr, replicas, o.Controller); err != nil {
 		return fmt.Errorf("setting up the source controller: %w", err)
 	}
+	if !runSyncs {
+		log.FromContext(ctx).Info("the ConfigMapSync controller is off", "configmapsync", o.ConfigMapSync)
+		return nil
+	}
+	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return fmt.Errorf("creating a clientset: %w", err)
+	}
+	syncs := &SyncReconciler{
+		Client:          mgr.GetClient(),
+		Engine:          engine,
+		Sources:         NewSourceWatcher(ctx, clientset),
+		Policy:          o.Policy,
+		Recorder:        recorder,
+		Metrics:         metrics,
+		ConflictRecheck: o.ConflictRecheck,
+	}
+	if err := syncs.SetupWithManager(mgr, replicas, o.Controller); err != nil {
+		return fmt.Errorf("setting up the ConfigMapSync controller: %w", err)
+	}
 	return nil
+}
+
+// shouldRunConfigMapSync decides from the mode and whether the API server serves the
+// ConfigMapSync CRD.
+func shouldRunConfigMapSync(mgr ctrl.Manager, mode string) (bool, error) {
+	switch mode {
+	case ConfigMapSyncDisabled:
+		return false, nil
+	case ConfigMapSyncAuto, ConfigMapSyncEnabled:
+	default:
+		return false, fmt.Errorf("--configmapsync=%q: must be auto, enabled or disabled", mode)
+	}
+	gk := schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: v1alpha1.ConfigMapSyncKind}
+	_, err := mgr.GetRESTMapper().RESTMapping(gk, v1alpha1.GroupVersion.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err) && mode == ConfigMapSyncAuto:
+		return false, nil
+	case meta.IsNoMatchError(err):
+		return false, fmt.Errorf("--configmapsync=enabled, but the API server does not serve %s.%s/%s: install the CRD from deploy/crds", v1alpha1.ConfigMapSyncKind, gk.Group, v1alpha1.GroupVersion.Version)
+	default:
+		return false, fmt.Errorf("looking up the ConfigMapSync CRD: %w", err)
+	}
 }

@@ -74,7 +74,7 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	results := r.Engine.SyncTargets(ctx, owner, plan.targets, plan.desired, existing)
-	deleted, cleanupErr := r.Engine.DeleteReplicas(ctx, existing, plan.targetSet())
+	deleted, cleanupErr := r.Engine.DeleteReplicas(ctx, ReplicasOutside(existing, plan.targetSet()))
 	return r.report(ctx, src, results, deleted, cleanupErr)
 }
 
@@ -114,7 +114,7 @@ func (r *SourceReconciler) planFor(ctx context.Context, src *corev1.ConfigMap) (
 			return plan{}, invalidSourceError{err}
 		}
 	}
-	namespaces, err := r.listNamespaces(ctx)
+	namespaces, err := listNamespaces(ctx, r.Client)
 	if err != nil {
 		return plan{}, err
 	}
@@ -129,12 +129,12 @@ func (r *SourceReconciler) planFor(ctx context.Context, src *corev1.ConfigMap) (
 // retire deletes every replica of a source that is gone or no longer labelled, and
 // takes the status annotations off a ConfigMap that stopped being a source.
 func (r *SourceReconciler) retire(ctx context.Context, key types.NamespacedName) error {
-	r.Metrics.ForgetSource(key)
+	r.Metrics.ForgetSource(AnnotationOwner(key).Key())
 	existing, err := r.Engine.ListReplicas(ctx, AnnotationOwner(key))
 	if err != nil {
 		return err
 	}
-	deleted, err := r.Engine.DeleteReplicas(ctx, existing, nil)
+	deleted, err := r.Engine.DeleteReplicas(ctx, ReplicasOutside(existing, nil))
 	if deleted > 0 {
 		log.FromContext(ctx).Info("deleted the replicas of a retired source", "deleted", deleted)
 	}
@@ -157,7 +157,7 @@ func (r *SourceReconciler) retire(ctx context.Context, key types.NamespacedName)
 // reportInvalid writes the Invalid status, an Event and a log line, once per new
 // problem; it does not retry, since only an edit of the source can fix it.
 func (r *SourceReconciler) reportInvalid(ctx context.Context, src *corev1.ConfigMap, invalid invalidSourceError) error {
-	r.Metrics.RecordSource(client.ObjectKeyFromObject(src), ReplicaCounts{})
+	r.Metrics.RecordSource(AnnotationOwner(client.ObjectKeyFromObject(src)).Key(), ReplicaCounts{})
 	status := InvalidStatus(invalid, src.Annotations[v1alpha1.SyncedAnnotation])
 	patch := StatusPatch(string(src.UID), src.Annotations, status, false, time.Now())
 	if patch == nil {
@@ -173,7 +173,7 @@ func (r *SourceReconciler) reportInvalid(ctx context.Context, src *corev1.Config
 // are rechecked on a timer.
 func (r *SourceReconciler) report(ctx context.Context, src *corev1.ConfigMap, results []NamespaceResult, deleted int, cleanupErr error) (ctrl.Result, error) {
 	counts := CountReplicas(results)
-	r.Metrics.RecordSource(client.ObjectKeyFromObject(src), counts)
+	r.Metrics.RecordSource(AnnotationOwner(client.ObjectKeyFromObject(src)).Key(), counts)
 	status := StatusOf(results, cleanupErr)
 	changed := deleted > 0
 	var written []string
@@ -234,10 +234,11 @@ func (r *SourceReconciler) patchStatus(ctx context.Context, src *corev1.ConfigMa
 	return nil
 }
 
-func (r *SourceReconciler) listNamespaces(ctx context.Context) ([]Namespace, error) {
+// listNamespaces reads every namespace's metadata from the cache.
+func listNamespaces(ctx context.Context, reader client.Reader) ([]Namespace, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := reader.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	namespaces := make([]Namespace, 0, len(list.Items))

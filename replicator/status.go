@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
@@ -132,4 +135,58 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// maxFailedNamespaces caps status.failedNamespaces of a ConfigMapSync; the counts and
+// the condition message still cover every namespace.
+const maxFailedNamespaces = 20
+
+// SetSyncStatus writes the outcome of a pass into a ConfigMapSync's status. changed marks
+// a pass that wrote or deleted a replica: only then does lastSyncTime move. Conditions
+// keep their lastTransitionTime while their status does not change, so an unchanged
+// outcome leaves the status deep-equal to what it was.
+func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, source string, results []NamespaceResult, cleanupErr error, changed bool, now metav1.Time) {
+	summary := StatusOf(results, cleanupErr)
+	counts := CountReplicas(results)
+	status.ObservedGeneration = generation
+	status.Source = source
+	status.TargetNamespaces = int32(len(results))
+	status.SyncedNamespaces = int32(counts.Synced)
+	status.Synced = summary.Synced
+	status.FailedNamespaces = nil
+	for _, r := range results {
+		if len(status.FailedNamespaces) == maxFailedNamespaces {
+			break
+		}
+		switch r.Outcome {
+		case Conflict:
+			status.FailedNamespaces = append(status.FailedNamespaces, v1alpha1.FailedNamespace{Namespace: r.Namespace, Reason: v1alpha1.ReasonConflict, Message: truncate(oneLine(r.Err.Error()))})
+		case Failed:
+			status.FailedNamespaces = append(status.FailedNamespaces, v1alpha1.FailedNamespace{Namespace: r.Namespace, Reason: v1alpha1.ReasonFailed, Message: truncate(oneLine(r.Err.Error()))})
+		}
+	}
+	if changed {
+		status.LastSyncTime = &now
+	}
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReadySynced, Message: summary.Message, ObservedGeneration: generation}
+	if summary.State == v1alpha1.StatusDegraded {
+		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonDegraded
+	}
+	meta.SetStatusCondition(&status.Conditions, ready)
+}
+
+// SetSyncProblem writes a status for a ConfigMapSync that cmsync cannot act on (reason
+// Invalid or SourceNotFound); nothing was changed, so the counts describe the replicas
+// as they are.
+func SetSyncProblem(status *v1alpha1.ConfigMapSyncStatus, generation int64, source, reason string, err error, targets, synced int) {
+	status.ObservedGeneration = generation
+	status.Source = source
+	status.TargetNamespaces = int32(targets)
+	status.SyncedNamespaces = int32(synced)
+	status.Synced = fmt.Sprintf("%d/%d", synced, targets)
+	status.FailedNamespaces = nil
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason,
+		Message: truncate(oneLine(err.Error())), ObservedGeneration: generation,
+	})
 }

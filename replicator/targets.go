@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -208,4 +209,41 @@ func matchesAny(patterns []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// ParseSyncTargets builds the target spec of a ConfigMapSync: destinationNamespace,
+// destinationNamespaces and namespaceSelector combine as a union, minus the "!" entries
+// of destinationNamespaces. The CRD schema already refuses most bad input; this also
+// catches what it cannot (malformed globs, selector operators), naming the field.
+func ParseSyncTargets(spec v1alpha1.ConfigMapSyncSpec) (TargetSpec, error) {
+	var include, exclude []string
+	if spec.DestinationNamespace != "" {
+		if err := ValidateNamespaceGlob(spec.DestinationNamespace); err != nil {
+			return TargetSpec{}, fmt.Errorf("spec.destinationNamespace %q: %w", spec.DestinationNamespace, err)
+		}
+		include = append(include, spec.DestinationNamespace)
+	}
+	for i, entry := range spec.DestinationNamespaces {
+		pattern, excluded := strings.CutPrefix(strings.TrimSpace(entry), "!")
+		if err := ValidateNamespaceGlob(pattern); err != nil {
+			return TargetSpec{}, fmt.Errorf("spec.destinationNamespaces[%d] %q: %w", i, entry, err)
+		}
+		if excluded {
+			exclude = append(exclude, pattern)
+		} else {
+			include = append(include, pattern)
+		}
+	}
+	var selector labels.Selector
+	if spec.NamespaceSelector != nil {
+		var err error
+		if selector, err = metav1.LabelSelectorAsSelector(spec.NamespaceSelector); err != nil {
+			return TargetSpec{}, fmt.Errorf("spec.namespaceSelector: %w", err)
+		}
+	}
+	targets := NewTargetSpec(include, exclude, selector)
+	if targets.IsEmpty() {
+		return TargetSpec{}, errors.New("no targets: set spec.destinationNamespace, spec.destinationNamespaces or spec.namespaceSelector")
+	}
+	return targets, nil
 }

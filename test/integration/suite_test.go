@@ -44,7 +44,7 @@ var (
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
-	env, err := controlplane.Start()
+	env, err := controlplane.Start("../../deploy/crds")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -63,6 +63,7 @@ func TestMain(m *testing.M) {
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
+	_ = v1alpha1.AddToScheme(s)
 	return s
 }
 
@@ -138,6 +139,7 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 		ConflictRecheck: time.Second,
 		Controller:      controller.Options{MaxConcurrentReconciles: 4},
 		Registerer:      c.Metrics,
+		ConfigMapSync:   replicator.ConfigMapSyncAuto,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -305,14 +307,15 @@ func waitForSynced(t *testing.T, src *corev1.ConfigMap, synced string) *corev1.C
 	return got
 }
 
-// replicaNamespaces lists the namespaces holding a replica of src, by the API.
+// replicaNamespaces lists the namespaces holding a replica of src made for its
+// annotations (not for a ConfigMapSync), by the API.
 func replicaNamespaces(t *testing.T, src *corev1.ConfigMap) []string {
 	t.Helper()
 	var list corev1.ConfigMapList
 	must(t, k8s.List(context.Background(), &list, client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}))
 	var namespaces []string
 	for _, cm := range list.Items {
-		if cm.Name == src.Name && cm.Annotations[v1alpha1.SourceAnnotation] == src.Namespace+"/"+src.Name {
+		if cm.Name == src.Name && cm.Annotations[v1alpha1.SourceAnnotation] == src.Namespace+"/"+src.Name && len(cm.OwnerReferences) == 0 {
 			namespaces = append(namespaces, cm.Namespace)
 		}
 	}
