@@ -24,8 +24,24 @@ run: build ## Run cmsync against the current kubeconfig, or against a local cont
 control-plane: ## Build (once) and cache kube-apiserver, kube-controller-manager and etcd from the Go module proxy.
 	@hack/control-plane-binaries.sh
 
+CONTROLLER_GEN = $(shell hack/tool.sh controller-gen)
+
+.PHONY: generate
+generate: ## Generate the deepcopy code of api/v1alpha1 from its markers.
+	$(CONTROLLER_GEN) object paths=./api/...
+
+.PHONY: manifests
+manifests: ## Generate the ConfigMapSync CRD (deploy/crds) and the ClusterRole (deploy/rbac) from the markers.
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=deploy/crds
+	$(CONTROLLER_GEN) rbac:roleName=cmsync paths=./replicator/... output:rbac:dir=deploy/rbac
+
+.PHONY: verify
+verify: generate manifests ## Fail when generated files drift from their markers.
+	@git diff --exit-code -- api deploy/crds deploy/rbac || { echo "generated files are out of date: run make generate manifests and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api deploy/crds deploy/rbac)" || { git status --porcelain -- api deploy/crds deploy/rbac; echo "untracked generated files"; exit 1; }
+
 .PHONY: test
-test: vet test-unit test-integration ## Run every test: unit, and integration against a real kube-apiserver and etcd.
+test: vet verify test-unit test-integration ## Run every test: generated files, unit, and integration against a real kube-apiserver and etcd.
 
 .PHONY: vet
 vet: ## go vet and a gofmt check.

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# tool.sh NAME builds (once) and prints the path of a pinned Go tool, cached outside
+# the clone keyed by version, so fresh clones on the same machine reuse it.
+set -euo pipefail
+CACHE="${CMSYNC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cmsync}/tools"
+case "$1" in
+  controller-gen) pkg=sigs.k8s.io/controller-tools/cmd/controller-gen; version=v0.23.0 ;;
+  helm)           pkg=helm.sh/helm/v3/cmd/helm; version=v3.22.0 ;;
+  *) echo "tool.sh: unknown tool $1" >&2; exit 2 ;;
+esac
+dir="$CACHE/$1-$version"
+if [ ! -x "$dir/$1" ]; then
+  echo "tool.sh: building $1 $version (first time only)" >&2
+  GOBIN="$dir" GOFLAGS= go install "$pkg@$version"
+fi
+echo "$dir/$1"
