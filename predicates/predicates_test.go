@@ -119,3 +119,23 @@ func TestNamespaceChanged(t *testing.T) {
 		})
 	}
 }
+
+func TestSyncChanged(t *testing.T) {
+	base := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "u", Generation: 1}}
+	tests := []struct {
+		name   string
+		mutate func(*metav1.PartialObjectMetadata)
+		want   bool
+	}{
+		{"status or finalizer write", func(o *metav1.PartialObjectMetadata) { o.ResourceVersion = "2"; o.Finalizers = []string{"cmsync.io/cleanup"} }, false},
+		{"spec edit", func(o *metav1.PartialObjectMetadata) { o.Generation = 2 }, true},
+		{"deletion started", func(o *metav1.PartialObjectMetadata) { now := metav1.Now(); o.DeletionTimestamp = &now }, true},
+	}
+	for _, tt := range tests {
+		updated := base.DeepCopy()
+		tt.mutate(updated)
+		if got := SyncChanged().Update(event.UpdateEvent{ObjectOld: base, ObjectNew: updated}); got != tt.want {
+			t.Errorf("%s: Update = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

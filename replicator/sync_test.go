@@ -1,0 +1,105 @@
+package replicator
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+func TestParseSyncTargets(t *testing.T) {
+	namespaces := []Namespace{
+		{Name: "platform"}, {Name: "team-a"}, {Name: "team-b", Labels: map[string]string{"env": "prod"}},
+		{Name: "team-legacy", Labels: map[string]string{"env": "prod"}}, {Name: "web", Labels: map[string]string{"env": "prod"}},
+	}
+	spec := func(mutate func(*v1alpha1.ConfigMapSyncSpec)) v1alpha1.ConfigMapSyncSpec {
+		s := v1alpha1.ConfigMapSyncSpec{SourceNamespace: "platform", ConfigMapName: "ca"}
+		mutate(&s)
+		return s
+	}
+	prod := &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
+	tests := []struct {
+		name    string
+		spec    v1alpha1.ConfigMapSyncSpec
+		want    []string
+		wantErr string
+	}{
+		{name: "tutorial form", spec: spec(func(s *v1alpha1.ConfigMapSyncSpec) { s.DestinationNamespace = "team-a" }), want: []string{"team-a"}},
+		{name: "union of all three minus exclusions", spec: spec(func(s *v1alpha1.ConfigMapSyncSpec) {
+			s.DestinationNamespace = "team-a"
+			s.DestinationNamespaces = []string{"team-*", "!team-legacy"}
+			s.NamespaceSelector = prod
+		}), want: []string{"team-a", "team-b", "web"}},
+		{name: "empty selector selects all", spec: spec(func(s *v1alpha1.ConfigMapSyncSpec) { s.NamespaceSelector = &metav1.LabelSelector{} }),
+			want: []string{"team-a", "team-b", "team-legacy", "web"}},
+		{name: "nothing", spec: spec(func(*v1alpha1.ConfigMapSyncSpec) {}), wantErr: "no targets"},
+		{name: "only exclusions", spec: spec(func(s *v1alpha1.ConfigMapSyncSpec) { s.DestinationNamespaces = []string{"!a"} }), wantErr: "no targets"},
+		{name: "malformed glob", spec: spec(func(s *v1alpha1.ConfigMapSyncSpec) { s.DestinationNamespaces = []string{"ok", "team-[a"} }),
+			wantErr: `spec.destinationNamespaces[1] "team-[a": malformed glob`},
+		{name: "bad destinationNamespace", spec: spec(func(s *v1alpha1.ConfigMapSyncSpec) { s.DestinationNamespace = "Team" }),
+			wantErr: "spec.destinationNamespace"},
+		{name: "bad operator", spec: spec(func(s *v1alpha1.ConfigMapSyncSpec) {
+			s.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}
+		}), wantErr: "spec.namespaceSelector"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			targets, err := ParseSyncTargets(tt.spec)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := TargetNamespaces(targets, "platform", namespaces, Policy{}); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSetSyncStatus(t *testing.T) {
+	now := metav1.Now()
+	var status v1alpha1.ConfigMapSyncStatus
+	results := []NamespaceResult{{Namespace: "a", Outcome: Created}, {Namespace: "b", Outcome: Conflict, Err: errNotOurs{holder: "a ConfigMap not managed by cmsync exists"}}, {Namespace: "c", Outcome: Failed, Err: errors.New("quota")}}
+	SetSyncStatus(&status, 3, "platform/ca", results, nil, true, now)
+	ready := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady)
+	if status.ObservedGeneration != 3 || status.TargetNamespaces != 3 || status.SyncedNamespaces != 1 || status.Synced != "1/3" ||
+		status.Source != "platform/ca" || status.LastSyncTime == nil || ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.ReasonDegraded {
+		t.Fatalf("status %+v", status)
+	}
+	want := []v1alpha1.FailedNamespace{{Namespace: "b", Reason: "Conflict", Message: "a ConfigMap not managed by cmsync exists"}, {Namespace: "c", Reason: "Failed", Message: "quota"}}
+	if !reflect.DeepEqual(status.FailedNamespaces, want) {
+		t.Errorf("failedNamespaces %+v", status.FailedNamespaces)
+	}
+
+	// An unchanged outcome leaves the status deep-equal, so it is not rewritten.
+	before := status.DeepCopy()
+	SetSyncStatus(&status, 3, "platform/ca", results, nil, false, metav1.Now())
+	if !reflect.DeepEqual(*before, status) {
+		t.Errorf("status changed without a change:\n%+v\n%+v", *before, status)
+	}
+
+	var many []NamespaceResult
+	for range 50 {
+		many = append(many, NamespaceResult{Namespace: "x", Outcome: Failed, Err: errors.New("e")})
+	}
+	SetSyncStatus(&status, 4, "platform/ca", many, nil, false, now)
+	if len(status.FailedNamespaces) != maxFailedNamespaces || status.TargetNamespaces != 50 {
+		t.Errorf("failedNamespaces not capped: %d", len(status.FailedNamespaces))
+	}
+
+	SetSyncProblem(&status, 5, "platform/ca", v1alpha1.ReasonSourceNotFound, errors.New("source ConfigMap platform/ca not found"), 2, 1)
+	ready = meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady)
+	if ready.Reason != v1alpha1.ReasonSourceNotFound || status.Synced != "1/2" || status.FailedNamespaces != nil {
+		t.Errorf("problem status %+v", status)
+	}
+}
