@@ -127,7 +127,10 @@ func TestSyncChanged(t *testing.T) {
 		mutate func(*metav1.PartialObjectMetadata)
 		want   bool
 	}{
-		{"status or finalizer write", func(o *metav1.PartialObjectMetadata) { o.ResourceVersion = "2"; o.Finalizers = []string{"cmsync.io/cleanup"} }, false},
+		{"status or finalizer write", func(o *metav1.PartialObjectMetadata) {
+			o.ResourceVersion = "2"
+			o.Finalizers = []string{"cmsync.io/cleanup"}
+		}, false},
 		{"spec edit", func(o *metav1.PartialObjectMetadata) { o.Generation = 2 }, true},
 		{"deletion started", func(o *metav1.PartialObjectMetadata) { now := metav1.Now(); o.DeletionTimestamp = &now }, true},
 	}
