@@ -30,15 +30,32 @@ CONTROLLER_GEN = $(shell hack/tool.sh controller-gen)
 generate: ## Generate the deepcopy code of api/v1alpha1 from its markers.
 	$(CONTROLLER_GEN) object paths=./api/...
 
+CHART = deploy/chart/cmsync
+
 .PHONY: manifests
-manifests: ## Generate the ConfigMapSync CRD (deploy/crds) and the ClusterRole (deploy/rbac) from the markers.
+manifests: ## Generate the ConfigMapSync CRD (deploy/crds) and the ClusterRole (deploy/rbac) from the markers, and copy both into the chart.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:dir=deploy/crds
 	$(CONTROLLER_GEN) rbac:roleName=cmsync paths=./replicator/... output:rbac:dir=deploy/rbac
+	mkdir -p $(CHART)/crds $(CHART)/files
+	cp deploy/crds/*.yaml $(CHART)/crds/
+	cp deploy/rbac/role.yaml $(CHART)/files/clusterrole.yaml
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated files drift from their markers.
-	@git diff --exit-code -- api deploy/crds deploy/rbac || { echo "generated files are out of date: run make generate manifests and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api deploy/crds deploy/rbac)" || { git status --porcelain -- api deploy/crds deploy/rbac; echo "untracked generated files"; exit 1; }
+	@git diff --exit-code -- api deploy/crds deploy/rbac $(CHART)/crds $(CHART)/files || { echo "generated files are out of date: run make generate manifests and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api deploy/crds deploy/rbac $(CHART)/crds $(CHART)/files)" || { git status --porcelain -- api deploy/crds deploy/rbac $(CHART)/crds $(CHART)/files; echo "untracked generated files"; exit 1; }
+
+HELM = $(shell hack/tool.sh helm)
+
+.PHONY: helm-lint
+helm-lint: ## helm lint and helm template of the chart, with a pinned helm built from the Go module proxy.
+	$(HELM) lint --strict $(CHART)
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system >/dev/null
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set metrics.serviceMonitor.enabled=true --set replicaCount=2 >/dev/null
+
+.PHONY: docker-build
+docker-build: ## Build the container image IMG with Docker (needs a Docker engine).
+	docker build -t $(IMG) .
 
 .PHONY: test
 test: vet verify test-unit test-integration ## Run every test: generated files, unit, and integration against a real kube-apiserver and etcd.

@@ -1,0 +1,413 @@
+//go:build e2e
+
+// Package e2e drives the real cmsync binary, as a separate process, against a real
+// control plane — kube-apiserver, etcd and kube-controller-manager (so namespaces finish
+// deleting and the garbage collector honours owner references) — only through the
+// public interface of SPEC.md. The chart is installed with helm, and the controller
+// authenticates with a token of the chart's ServiceAccount, so the chart's RBAC is
+// what it runs under: a missing verb fails the suite.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/test/controlplane"
+)
+
+const (
+	releaseNamespace = "cmsync-system"
+	serviceAccount   = "cmsync" // the chart's ServiceAccount for release "cmsync"
+)
+
+var (
+	workDir          string
+	adminKubeconfig  string // cluster administrator: arranges and asserts
+	cmsyncKubeconfig string // the chart's ServiceAccount: what cmsync runs as
+	k8s              client.Client
+	clientset        *kubernetes.Clientset
+	cmsyncBinary     string
+	helmBinary       string
+)
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	cmsyncBinary, helmBinary = os.Getenv("CMSYNC_BIN"), os.Getenv("HELM")
+	if cmsyncBinary == "" || helmBinary == "" {
+		return 0, fmt.Errorf("CMSYNC_BIN and HELM must be set: run `make e2e`")
+	}
+	var err error
+	if workDir, err = os.MkdirTemp("", "cmsync-e2e-"); err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(workDir)
+
+	env, err := controlplane.Start()
+	if err != nil {
+		return 0, err
+	}
+	defer env.Stop() //nolint:errcheck
+	adminKubeconfig = filepath.Join(workDir, "admin.kubeconfig")
+	if err := os.WriteFile(adminKubeconfig, env.KubeConfig, 0o600); err != nil {
+		return 0, err
+	}
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	if k8s, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
+		return 0, err
+	}
+	if clientset, err = kubernetes.NewForConfig(env.Config); err != nil {
+		return 0, err
+	}
+	stopKCM, err := startKubeControllerManager()
+	if err != nil {
+		return 0, err
+	}
+	defer stopKCM()
+
+	if out, err := helm("install", "cmsync", "../../deploy/chart/cmsync", "--namespace", releaseNamespace, "--create-namespace", "--wait=false"); err != nil {
+		return 0, fmt.Errorf("helm install: %v\n%s", err, out)
+	}
+	if cmsyncKubeconfig, err = serviceAccountKubeconfig(env); err != nil {
+		return 0, err
+	}
+	return m.Run(), nil
+}
+
+// startKubeControllerManager runs the namespace controller (namespaces really finish
+// deleting) and the garbage collector (owner references are honoured).
+func startKubeControllerManager() (func(), error) {
+	bin := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-controller-manager")
+	logFile, err := os.Create(filepath.Join(workDir, "kube-controller-manager.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin,
+		"--kubeconfig="+adminKubeconfig,
+		"--authentication-kubeconfig="+adminKubeconfig,
+		"--authorization-kubeconfig="+adminKubeconfig,
+		"--controllers=namespace,garbagecollector",
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=false",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)
+	}
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_, _ = cmd.Process.Wait()
+		_ = logFile.Close()
+	}, nil
+}
+
+func helm(args ...string) (string, error) {
+	cmd := exec.Command(helmBinary, append(args, "--kubeconfig", adminKubeconfig)...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(workDir, "helm-cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(workDir, "helm-config"), "HELM_DATA_HOME="+filepath.Join(workDir, "helm-data"))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates with a token of the
+// chart's ServiceAccount.
+func serviceAccountKubeconfig(env *controlplane.Env) (string, error) {
+	ctx := context.Background()
+	var token *authenticationv1.TokenRequest
+	var err error
+	for range 50 { // the ServiceAccount may still be on its way from helm
+		token, err = clientset.CoreV1().ServiceAccounts(releaseNamespace).CreateToken(ctx, serviceAccount,
+			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(6 * 3600))}}, metav1.CreateOptions{})
+		if err == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
+		return "", fmt.Errorf("token for the chart's ServiceAccount: %w", err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	cfg.AuthInfos["cmsync"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
+	cfg.Contexts["cmsync"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "cmsync"}
+	cfg.CurrentContext = "cmsync"
+	path := filepath.Join(workDir, "cmsync.kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+// controller is one cmsync process.
+type controller struct {
+	cmd         *exec.Cmd
+	metricsAddr string
+	healthAddr  string
+	log         string
+	exited      chan struct{}
+}
+
+// startController runs the cmsync binary with the chart's defaults plus args, as the
+// chart's ServiceAccount, and stops it when the test ends.
+func startController(t *testing.T, args ...string) *controller {
+	t.Helper()
+	c := &controller{metricsAddr: freeAddr(t), healthAddr: freeAddr(t), exited: make(chan struct{})}
+	c.log = filepath.Join(workDir, fmt.Sprintf("cmsync-%s-%s.log", strings.ReplaceAll(t.Name(), "/", "_"), randomSuffix()))
+	logFile, err := os.Create(c.log)
+	must(t, err)
+	all := append([]string{
+		"--kubeconfig=" + cmsyncKubeconfig,
+		"--metrics-bind-address=" + c.metricsAddr,
+		"--health-probe-bind-address=" + c.healthAddr,
+		"--leader-election-namespace=" + releaseNamespace,
+		"--conflict-recheck-interval=2s",
+	}, args...)
+	c.cmd = exec.Command(cmsyncBinary, all...)
+	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
+	must(t, c.cmd.Start())
+	go func() {
+		_, _ = c.cmd.Process.Wait()
+		_ = logFile.Close()
+		close(c.exited)
+	}()
+	t.Cleanup(func() {
+		c.Stop()
+		if t.Failed() {
+			t.Logf("cmsync log %s:\n%s", c.log, tail(c.log, 40))
+		}
+	})
+	eventually(t, 30*time.Second, "cmsync healthy", func() error {
+		resp, err := http.Get("http://" + c.healthAddr + "/healthz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("healthz %d", resp.StatusCode)
+		}
+		return nil
+	})
+	return c
+}
+
+// Stop sends SIGTERM and waits.
+func (c *controller) Stop() {
+	select {
+	case <-c.exited:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// Kill sends SIGKILL: no cleanup, no lease release.
+func (c *controller) Kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.exited
+}
+
+// Metrics returns the Prometheus text the process serves.
+func (c *controller) Metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get("http://" + c.metricsAddr + "/metrics")
+	must(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return string(body)
+}
+
+// Metric returns the value of the sample whose line starts with prefix (name and
+// labels as printed), or -1 when absent.
+func (c *controller) Metric(t *testing.T, prefix string) float64 {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(c.Metrics(t)))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var total float64 = -1
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, prefix) && (len(line) > len(prefix) && (line[len(prefix)] == ' ' || line[len(prefix)] == '{' || line[len(prefix)] == ',')) {
+			var v float64
+			fields := strings.Fields(line)
+			fmt.Sscan(fields[len(fields)-1], &v)
+			if total < 0 {
+				total = 0
+			}
+			total += v
+		}
+	}
+	return total
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func tail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// --- helpers shared by the scenarios ---
+
+func ptr[T any](v T) *T { return &v }
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func consistently(t *testing.T, d time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := check(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func newNamespace(t *testing.T, prefix string, labels map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + randomSuffix(), Labels: labels}}
+	must(t, k8s.Create(context.Background(), ns))
+	return ns.Name
+}
+
+func getConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	return cm, k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, cm)
+}
+
+// replicasOf lists, by the API, the namespaces holding a replica of namespace/name.
+func replicasOf(t *testing.T, namespace, name string) []string {
+	t.Helper()
+	var list corev1.ConfigMapList
+	must(t, k8s.List(context.Background(), &list, client.MatchingLabels{v1alpha1.ManagedByLabel: "cmsync"}))
+	var out []string
+	for _, cm := range list.Items {
+		if cm.Name == name && cm.Annotations[v1alpha1.SourceAnnotation] == namespace+"/"+name {
+			out = append(out, cm.Namespace)
+		}
+	}
+	return out
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]int{}
+	for _, x := range a {
+		seen[x]++
+	}
+	for _, x := range b {
+		if seen[x] == 0 {
+			return false
+		}
+		seen[x]--
+	}
+	return true
+}
+
+func waitForReplicas(t *testing.T, namespace, name string, timeout time.Duration, want ...string) {
+	t.Helper()
+	eventually(t, timeout, "replicas of "+namespace+"/"+name, func() error {
+		if got := replicasOf(t, namespace, name); !sameSet(got, want) {
+			return fmt.Errorf("%d replicas in %v, want %d", len(got), truncateList(got), len(want))
+		}
+		return nil
+	})
+}
+
+func truncateList(l []string) []string {
+	if len(l) > 10 {
+		return append(l[:10:10], "...")
+	}
+	return l
+}
+
+func waitForAnnotation(t *testing.T, namespace, name, key, value string) *corev1.ConfigMap {
+	t.Helper()
+	var got *corev1.ConfigMap
+	eventually(t, 30*time.Second, fmt.Sprintf("%s=%s on %s/%s", key, value, namespace, name), func() error {
+		cm, err := getConfigMap(namespace, name)
+		if err != nil {
+			return err
+		}
+		if cm.Annotations[key] != value {
+			return fmt.Errorf("%s=%q (message %q)", key, cm.Annotations[key], cm.Annotations[v1alpha1.MessageAnnotation])
+		}
+		got = cm
+		return nil
+	})
+	return got
+}
