@@ -58,7 +58,7 @@ docker-build: ## Build the container image IMG with Docker (needs a Docker engin
 	docker build -t $(IMG) .
 
 .PHONY: test
-test: vet verify test-unit test-integration ## Run every test: generated files, unit, and integration against a real kube-apiserver and etcd.
+test: vet verify helm-lint test-unit test-integration e2e ## Run every test: generated files, chart, unit, integration and end-to-end.
 
 .PHONY: vet
 vet: ## go vet and a gofmt check.
@@ -73,6 +73,11 @@ test-unit: ## Table tests of the pure functions and predicates.
 .PHONY: test-integration
 test-integration: ## The reconciler against a real kube-apiserver and etcd (envtest).
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go test -count=1 -timeout 30m ./test/integration/... -v
+
+.PHONY: e2e
+e2e: build ## The cmsync binary as a process against kube-apiserver, etcd and kube-controller-manager, installed with helm, running as the chart's ServiceAccount.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" HELM="$(HELM)" \
+	  go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
 
 .PHONY: clean
 clean: ## Remove build output (the cached control-plane binaries stay).

@@ -27,6 +27,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -72,7 +73,11 @@ func run(m *testing.M) (int, error) {
 	if workDir, err = os.MkdirTemp("", "cmsync-e2e-"); err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(workDir)
+	if os.Getenv("CMSYNC_E2E_KEEP") == "" {
+		defer os.RemoveAll(workDir)
+	} else {
+		fmt.Fprintln(os.Stderr, "e2e: keeping", workDir)
+	}
 
 	env, err := controlplane.Start()
 	if err != nil {
@@ -86,6 +91,7 @@ func run(m *testing.M) (int, error) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
+	_ = apiextensionsv1.AddToScheme(scheme)
 	if k8s, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
 		return 0, err
 	}

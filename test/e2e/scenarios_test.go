@@ -1,0 +1,301 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// The README's one-minute example, step by step.
+func TestREADMEExample(t *testing.T) {
+	startController(t)
+	ctx := context.Background()
+	for _, ns := range []string{"platform", "team-a", "team-b", "team-legacy"} {
+		must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "ca-bundle"},
+		Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----..."}}
+	must(t, k8s.Create(ctx, cm))
+	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"cmsync.io/replicate":"true"}}}`))))
+	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/target-namespaces":"team-*,!team-legacy"}}}`))))
+
+	waitForReplicas(t, "platform", "ca-bundle", 30*time.Second, "team-a", "team-b")
+	got := waitForAnnotation(t, "platform", "ca-bundle", v1alpha1.StatusAnnotation, "Synced")
+	if got.Annotations[v1alpha1.SyncedAnnotation] != "2/2" || got.Annotations[v1alpha1.LastSyncTimeAnnotation] == "" {
+		t.Errorf("status annotations %v", got.Annotations)
+	}
+	// "Create team-c and it gets a replica; edit or delete a replica and it is restored;
+	// change the source and every replica follows; delete the source and its replicas
+	// are deleted."
+	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}}))
+	waitForReplicas(t, "platform", "ca-bundle", 30*time.Second, "team-a", "team-b", "team-c")
+	must(t, k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ca-bundle"}}))
+	must(t, k8s.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "ca-bundle"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"tampered"}}`))))
+	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"rotated"}}`))))
+	eventually(t, 30*time.Second, "every replica restored and following the source", func() error {
+		for _, ns := range []string{"team-a", "team-b", "team-c"} {
+			r, err := getConfigMap(ns, "ca-bundle")
+			if err != nil {
+				return err
+			}
+			if r.Data["ca.crt"] != "rotated" {
+				return fmt.Errorf("%s: %q", ns, r.Data["ca.crt"])
+			}
+		}
+		return nil
+	})
+	must(t, k8s.Delete(ctx, cm))
+	waitForReplicas(t, "platform", "ca-bundle", 30*time.Second)
+}
+
+// Fan-out to 50 namespaces, a source update and delete.
+func TestFanOutUpdateDelete(t *testing.T) {
+	c := startController(t)
+	ctx := context.Background()
+	group := "fan" + randomSuffix()
+	var targets []string
+	for range 50 {
+		targets = append(targets, newNamespace(t, "fan", map[string]string{"group": group}))
+	}
+	src := newNamespace(t, "src", nil)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "fan",
+		Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}},
+		Data: map[string]string{"v": "1"}}
+	must(t, k8s.Create(ctx, cm))
+	waitForReplicas(t, src, "fan", 60*time.Second, targets...)
+	waitForAnnotation(t, src, "fan", v1alpha1.SyncedAnnotation, "50/50")
+
+	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
+	eventually(t, 60*time.Second, "all 50 replicas updated", func() error {
+		for _, ns := range targets {
+			r, err := getConfigMap(ns, "fan")
+			if err != nil {
+				return err
+			}
+			if r.Data["v"] != "2" {
+				return fmt.Errorf("%s still %q", ns, r.Data["v"])
+			}
+		}
+		return nil
+	})
+	// /metrics matches the cluster.
+	eventually(t, 10*time.Second, "metrics", func() error {
+		if got := c.Metric(t, `cmsync_replicas{state="synced"}`); got < 50 {
+			return fmt.Errorf("cmsync_replicas{synced} = %v", got)
+		}
+		if got := c.Metric(t, "cmsync_sources"); got < 1 {
+			return fmt.Errorf("cmsync_sources = %v", got)
+		}
+		if got := c.Metric(t, "cmsync_sync_duration_seconds_count"); got < 1 {
+			return fmt.Errorf("cmsync_sync_duration_seconds_count = %v", got)
+		}
+		return nil
+	})
+	must(t, k8s.Delete(ctx, cm))
+	waitForReplicas(t, src, "fan", 60*time.Second)
+}
+
+// A target namespace deleted (the namespace controller really finishes it) and
+// recreated gets its replica back; the status tells the truth in between.
+func TestTargetNamespaceDeletedAndRecreated(t *testing.T) {
+	startController(t)
+	ctx := context.Background()
+	src, stays, goes := newNamespace(t, "src", nil), newNamespace(t, "stays", nil), newNamespace(t, "goes", nil)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "app",
+		Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: stays + "," + goes}}}
+	must(t, k8s.Create(ctx, cm))
+	waitForReplicas(t, src, "app", 30*time.Second, stays, goes)
+
+	must(t, k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goes}}))
+	eventually(t, 60*time.Second, "namespace deleted for good", func() error {
+		err := k8s.Get(ctx, client.ObjectKey{Name: goes}, &corev1.Namespace{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
+	waitForAnnotation(t, src, "app", v1alpha1.SyncedAnnotation, "1/1")
+	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goes}}))
+	waitForReplicas(t, src, "app", 30*time.Second, stays, goes)
+	waitForAnnotation(t, src, "app", v1alpha1.SyncedAnnotation, "2/2")
+}
+
+// An unmanaged ConfigMap in the way is never changed; the source says so.
+func TestConflictWithUnmanagedConfigMap(t *testing.T) {
+	startController(t)
+	ctx := context.Background()
+	src, taken := newNamespace(t, "src", nil), newNamespace(t, "taken", nil)
+	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: "app"}, Data: map[string]string{"mine": "yes"}}
+	must(t, k8s.Create(ctx, theirs))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "app",
+		Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: taken}}}
+	must(t, k8s.Create(ctx, cm))
+	got := waitForAnnotation(t, src, "app", v1alpha1.StatusAnnotation, "Degraded")
+	if msg := got.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "conflict in "+taken) {
+		t.Errorf("message %q", msg)
+	}
+	consistently(t, 5*time.Second, "unmanaged ConfigMap untouched", func() error {
+		now, err := getConfigMap(taken, "app")
+		if err != nil || now.ResourceVersion != theirs.ResourceVersion {
+			return fmt.Errorf("changed: %v", err)
+		}
+		return nil
+	})
+	must(t, k8s.Delete(ctx, theirs))
+	waitForReplicas(t, src, "app", 30*time.Second, taken)
+}
+
+// ConfigMapSync round trip: replicas with an owner reference; deleting the
+// ConfigMapSync deletes them; and the garbage collector honours the owner reference on
+// its own (shown with cmsync stopped and its finalizer removed by hand).
+func TestConfigMapSyncRoundTrip(t *testing.T) {
+	c := startController(t)
+	ctx := context.Background()
+	src, a, b := newNamespace(t, "src", nil), newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "ca"}, Data: map[string]string{"k": "v"}}))
+	first := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "rt-" + randomSuffix()},
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", DestinationNamespace: a}}
+	must(t, k8s.Create(ctx, first))
+	waitForReplicas(t, src, "ca", 30*time.Second, a)
+	must(t, k8s.Delete(ctx, first))
+	waitForReplicas(t, src, "ca", 30*time.Second)
+
+	second := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "gc-" + randomSuffix()},
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", DestinationNamespace: b}}
+	must(t, k8s.Create(ctx, second))
+	waitForReplicas(t, src, "ca", 30*time.Second, b)
+	eventually(t, 10*time.Second, "finalizer set", func() error {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(second), second))
+		if len(second.Finalizers) == 0 {
+			return fmt.Errorf("no finalizer yet")
+		}
+		return nil
+	})
+	c.Stop()
+	must(t, k8s.Patch(ctx, second, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
+	must(t, k8s.Delete(ctx, second))
+	waitForReplicas(t, src, "ca", 60*time.Second) // the garbage collector's work
+}
+
+// SIGKILL during fan-out and during cleanup: after a restart the state is exact.
+func TestKilledMidFanOut(t *testing.T) {
+	ctx := context.Background()
+	group := "kill" + randomSuffix()
+	var targets []string
+	for range 150 {
+		targets = append(targets, newNamespace(t, "kill", map[string]string{"group": group}))
+	}
+	src := newNamespace(t, "src", nil)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "killed",
+		Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}},
+		Data: map[string]string{"v": "1"}}
+	must(t, k8s.Create(ctx, cm))
+
+	c := startController(t, "--kube-api-qps=50", "--kube-api-burst=10") // slow enough to be caught mid-way
+	eventually(t, 60*time.Second, "fan-out under way", func() error {
+		if n := len(replicasOf(t, src, "killed")); n < 10 {
+			return fmt.Errorf("%d replicas", n)
+		}
+		return nil
+	})
+	c.Kill()
+	if n := len(replicasOf(t, src, "killed")); n == len(targets) {
+		t.Logf("fan-out finished before the kill; the restart still has to prove an exact state")
+	}
+	startController(t)
+	waitForReplicas(t, src, "killed", 60*time.Second, targets...)
+	waitForAnnotation(t, src, "killed", v1alpha1.SyncedAnnotation, "150/150")
+
+	// Kill during cleanup.
+	c = startController(t, "--kube-api-qps=50", "--kube-api-burst=10")
+	time.Sleep(2 * time.Second)
+	must(t, k8s.Delete(ctx, cm))
+	eventually(t, 60*time.Second, "cleanup under way", func() error {
+		if n := len(replicasOf(t, src, "killed")); n > len(targets)-10 {
+			return fmt.Errorf("%d replicas left", n)
+		}
+		return nil
+	})
+	c.Kill()
+	startController(t)
+	waitForReplicas(t, src, "killed", 60*time.Second)
+}
+
+// Two processes with leader election: only the leader writes; when it dies, the other
+// takes over within the lease time.
+func TestLeaderElection(t *testing.T) {
+	ctx := context.Background()
+	first := startController(t, "--leader-elect=true")
+	second := startController(t, "--leader-elect=true")
+	src, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "led",
+		Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: dst}},
+		Data: map[string]string{"v": "1"}}
+	must(t, k8s.Create(ctx, cm))
+	waitForReplicas(t, src, "led", 60*time.Second, dst)
+
+	leader, follower := first, second
+	if reconciles(t, second) > 0 {
+		leader, follower = second, first
+	}
+	if reconciles(t, leader) <= 0 {
+		t.Fatalf("neither process reconciled")
+	}
+	if got := reconciles(t, follower); got > 0 {
+		t.Fatalf("the follower reconciled %v times", got)
+	}
+	if w := writes(t, follower); w > 0 {
+		t.Fatalf("the follower made %v write requests", w)
+	}
+
+	leader.Kill()
+	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
+	// The lease lasts 15s; the follower retries every 2s.
+	eventually(t, 30*time.Second, "the follower took over", func() error {
+		r, err := getConfigMap(dst, "led")
+		if err != nil {
+			return err
+		}
+		if r.Data["v"] != "2" {
+			return fmt.Errorf("replica still %q", r.Data["v"])
+		}
+		return nil
+	})
+	if reconciles(t, follower) <= 0 {
+		t.Errorf("the new leader did not reconcile")
+	}
+}
+
+// reconciles counts the process's reconciles of the source controller (-1: none yet).
+func reconciles(t *testing.T, c *controller) float64 {
+	return c.Metric(t, `controller_runtime_reconcile_total{controller="source"`)
+}
+
+// writes counts the process's create, patch, update and delete requests.
+func writes(t *testing.T, c *controller) float64 {
+	var total float64
+	for _, method := range []string{"POST", "PATCH", "PUT", "DELETE"} {
+		for _, line := range strings.Split(c.Metrics(t), "\n") {
+			if strings.HasPrefix(line, "rest_client_requests_total{") && strings.Contains(line, `method="`+method+`"`) {
+				var v float64
+				fields := strings.Fields(line)
+				fmt.Sscan(fields[len(fields)-1], &v)
+				total += v
+			}
+		}
+	}
+	return total
+}
