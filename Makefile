@@ -79,6 +79,22 @@ e2e: build ## The cmsync binary as a process against kube-apiserver, etcd and ku
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" HELM="$(HELM)" \
 	  go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
 
+KIND_CLUSTER ?= cmsync-e2e
+KIND_IMG_REPO ?= ghcr.io/cmsync/cmsync
+KIND_IMG_TAG ?= e2e
+
+.PHONY: kind-e2e
+kind-e2e: ## On a machine with Docker: kind cluster, image, helm install, the e2e suite against the in-cluster Pod, cluster deleted.
+	KIND="$$(hack/tool.sh kind)"; \
+	trap '$$KIND delete cluster --name $(KIND_CLUSTER)' EXIT; mkdir -p .cache; \
+	$$KIND create cluster --name $(KIND_CLUSTER) --config deploy/kind/cluster.yaml --kubeconfig .cache/kind.kubeconfig --wait 120s && \
+	docker build -t $(KIND_IMG_REPO):$(KIND_IMG_TAG) . && \
+	$$KIND load docker-image $(KIND_IMG_REPO):$(KIND_IMG_TAG) --name $(KIND_CLUSTER) && \
+	KUBECONFIG=.cache/kind.kubeconfig $(HELM) install cmsync $(CHART) --namespace cmsync-system --create-namespace \
+	  --set image.repository=$(KIND_IMG_REPO) --set image.tag=$(KIND_IMG_TAG) --set image.pullPolicy=Never --wait --timeout 180s && \
+	KUBECONFIG=$(abspath .cache/kind.kubeconfig) CMSYNC_E2E_EXISTING_CLUSTER=1 HELM="$(HELM)" \
+	  go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
+
 .PHONY: clean
 clean: ## Remove build output (the cached control-plane binaries stay).
 	rm -rf $(BIN) .cache

@@ -6,6 +6,7 @@ CACHE="${CMSYNC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cmsync}/tools"
 case "$1" in
   controller-gen) pkg=sigs.k8s.io/controller-tools/cmd/controller-gen; version=v0.23.0 ;;
   helm)           pkg=helm.sh/helm/v3/cmd/helm; version=v3.22.0 ;;
+  kind)           pkg=sigs.k8s.io/kind; version=v0.33.0 ;;
   *) echo "tool.sh: unknown tool $1" >&2; exit 2 ;;
 esac
 dir="$CACHE/$1-$version"

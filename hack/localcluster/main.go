@@ -1,7 +1,7 @@
 // Command localcluster serves `make run`. With -reachable it exits 0 when the current
 // kubeconfig reaches a cluster. Otherwise it starts the project's local control plane
-// (the real kube-apiserver and etcd the tests use), writes its kubeconfig to -kubeconfig
-// and runs until interrupted.
+// (the real kube-apiserver and etcd the tests use) with the ConfigMapSync CRD installed,
+// writes its kubeconfig to -kubeconfig-out and runs until interrupted.
 package main
 
 import (
@@ -54,7 +54,8 @@ func serve(kubeconfig string) error {
 	if err != nil {
 		return err
 	}
-	env, err := controlplane.Start()
+	// The local control plane serves the ConfigMapSync CRD too, so both front doors work.
+	env, err := controlplane.Start("deploy/crds")
 	if err != nil {
 		return err
 	}

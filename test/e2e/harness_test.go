@@ -32,8 +32,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -64,14 +66,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// existingCluster is set by `make kind-e2e`: the suite then runs against the cluster of
+// $KUBECONFIG, where the chart is already installed and cmsync runs as a Pod. Scenarios
+// that need to start, flag or kill a local cmsync process are skipped there.
+var existingCluster = os.Getenv("CMSYNC_E2E_EXISTING_CLUSTER") != ""
+
 func run(m *testing.M) (int, error) {
 	cmsyncBinary, helmBinary = os.Getenv("CMSYNC_BIN"), os.Getenv("HELM")
-	if cmsyncBinary == "" || helmBinary == "" {
+	if helmBinary == "" || (cmsyncBinary == "" && !existingCluster) {
 		return 0, fmt.Errorf("CMSYNC_BIN and HELM must be set: run `make e2e`")
 	}
 	var err error
 	if workDir, err = os.MkdirTemp("", "cmsync-e2e-"); err != nil {
 		return 0, err
+	}
+	if existingCluster {
+		return runOnExistingCluster(m)
 	}
 	if os.Getenv("CMSYNC_E2E_KEEP") == "" {
 		defer os.RemoveAll(workDir)
@@ -88,14 +98,7 @@ func run(m *testing.M) (int, error) {
 	if err := os.WriteFile(adminKubeconfig, env.KubeConfig, 0o600); err != nil {
 		return 0, err
 	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
-	_ = apiextensionsv1.AddToScheme(scheme)
-	if k8s, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
-		return 0, err
-	}
-	if clientset, err = kubernetes.NewForConfig(env.Config); err != nil {
+	if err := newClients(env.Config); err != nil {
 		return 0, err
 	}
 	stopKCM, err := startKubeControllerManager()
@@ -111,6 +114,31 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	return m.Run(), nil
+}
+
+func runOnExistingCluster(m *testing.M) (int, error) {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return 0, err
+	}
+	adminKubeconfig = os.Getenv("KUBECONFIG")
+	if err := newClients(cfg); err != nil {
+		return 0, err
+	}
+	return m.Run(), nil
+}
+
+func newClients(cfg *rest.Config) error {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	_ = apiextensionsv1.AddToScheme(scheme)
+	var err error
+	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	clientset, err = kubernetes.NewForConfig(cfg)
+	return err
 }
 
 // startKubeControllerManager runs the namespace controller (namespaces really finish
@@ -185,9 +213,16 @@ type controller struct {
 }
 
 // startController runs the cmsync binary with the chart's defaults plus args, as the
-// chart's ServiceAccount, and stops it when the test ends.
+// chart's ServiceAccount, and stops it when the test ends. On an existing cluster the
+// in-cluster Pod is the controller, and a scenario needing flags is skipped.
 func startController(t *testing.T, args ...string) *controller {
 	t.Helper()
+	if existingCluster {
+		if len(args) > 0 {
+			t.Skip("needs a local cmsync process with flags", args, "(run by make e2e)")
+		}
+		return &controller{}
+	}
 	c := &controller{metricsAddr: freeAddr(t), healthAddr: freeAddr(t), exited: make(chan struct{})}
 	c.log = filepath.Join(workDir, fmt.Sprintf("cmsync-%s-%s.log", strings.ReplaceAll(t.Name(), "/", "_"), randomSuffix()))
 	logFile, err := os.Create(c.log)
@@ -229,6 +264,9 @@ func startController(t *testing.T, args ...string) *controller {
 
 // Stop sends SIGTERM and waits.
 func (c *controller) Stop() {
+	if c.cmd == nil {
+		return
+	}
 	select {
 	case <-c.exited:
 		return
@@ -240,6 +278,20 @@ func (c *controller) Stop() {
 	case <-time.After(30 * time.Second):
 		_ = c.cmd.Process.Kill()
 		<-c.exited
+	}
+}
+
+// skipOnExistingCluster skips a scenario that kills or runs several local processes.
+func skipOnExistingCluster(t *testing.T) {
+	if existingCluster {
+		t.Skip("needs local cmsync processes (run by make e2e)")
+	}
+}
+
+// local skips the rest of a scenario that must stop, kill or scrape a local process.
+func (c *controller) local(t *testing.T) {
+	if c.cmd == nil {
+		t.Skip("the rest needs a local cmsync process (run by make e2e)")
 	}
 }
 

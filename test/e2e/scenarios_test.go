@@ -92,6 +92,7 @@ func TestFanOutUpdateDelete(t *testing.T) {
 		return nil
 	})
 	// /metrics matches the cluster.
+	c.local(t)
 	eventually(t, 10*time.Second, "metrics", func() error {
 		if got := c.Metric(t, `cmsync_replicas{state="synced"}`); got < 50 {
 			return fmt.Errorf("cmsync_replicas{synced} = %v", got)
@@ -184,6 +185,7 @@ func TestConfigMapSyncRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
+	c.local(t)
 	c.Stop()
 	must(t, k8s.Patch(ctx, second, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
 	must(t, k8s.Delete(ctx, second))
@@ -192,6 +194,7 @@ func TestConfigMapSyncRoundTrip(t *testing.T) {
 
 // SIGKILL during fan-out and during cleanup: after a restart the state is exact.
 func TestKilledMidFanOut(t *testing.T) {
+	skipOnExistingCluster(t)
 	ctx := context.Background()
 	group := "kill" + randomSuffix()
 	var targets []string
@@ -237,6 +240,7 @@ func TestKilledMidFanOut(t *testing.T) {
 // Two processes with leader election: only the leader writes; when it dies, the other
 // takes over within the lease time.
 func TestLeaderElection(t *testing.T) {
+	skipOnExistingCluster(t)
 	ctx := context.Background()
 	first := startController(t, "--leader-elect=true")
 	second := startController(t, "--leader-elect=true")
