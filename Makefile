@@ -95,6 +95,12 @@ kind-e2e: ## On a machine with Docker: kind cluster, image, helm install, the e2
 	KUBECONFIG=$(abspath .cache/kind.kubeconfig) CMSYNC_E2E_EXISTING_CLUSTER=1 HELM="$(HELM)" \
 	  go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
 
+BENCH_ARGS ?=
+
+.PHONY: bench
+bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s" for a short run.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./test/bench -cmsync $(BIN)/cmsync $(BENCH_ARGS)
+
 .PHONY: clean
 clean: ## Remove build output (the cached control-plane binaries stay).
 	rm -rf $(BIN) .cache

@@ -4,8 +4,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"time"
 
@@ -167,11 +169,24 @@ func (o options) controllerOptions() controller.Options {
 	}
 }
 
+// cachesSynced makes /readyz wait until the informers of sources, namespaces and
+// ConfigMapSyncs have their first list, so "ready" means cmsync sees the cluster.
+func cachesSynced(mgr ctrl.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("caches not synced yet")
+		}
+		return nil
+	}
+}
+
 func addHealthChecks(mgr ctrl.Manager) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding /healthz: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	if err := mgr.AddReadyzCheck("caches", cachesSynced(mgr)); err != nil {
 		return fmt.Errorf("adding /readyz: %w", err)
 	}
 	return nil

@@ -24,6 +24,31 @@ type Env struct {
 
 // Start starts kube-apiserver and etcd, and installs the CRDs found in crdDirs.
 func Start(crdDirs ...string) (*Env, error) {
+	return StartWith(Options{CRDDirs: crdDirs})
+}
+
+// Options change how the control plane starts.
+type Options struct {
+	// CRDDirs hold CRDs to install.
+	CRDDirs []string
+	// AuditLog, when set, is where kube-apiserver writes one JSON line per write
+	// request (create, update, patch, delete), with its user agent.
+	AuditLog string
+}
+
+// auditPolicy records write requests at Metadata level and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`
+
+// StartWith starts kube-apiserver and etcd as o says.
+func StartWith(o Options) (*Env, error) {
+	crdDirs := o.CRDDirs
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, which builds kube-apiserver and etcd and sets it")
@@ -37,6 +62,16 @@ func Start(crdDirs ...string) (*Env, error) {
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: len(crdDirs) > 0,
+	}
+	if o.AuditLog != "" {
+		policy := o.AuditLog + ".policy.yaml"
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return nil, err
+		}
+		env.ControlPlane.GetAPIServer().Configure().
+			Set("audit-log-path", o.AuditLog).
+			Set("audit-policy-file", policy).
+			Set("audit-log-mode", "blocking")
 	}
 	cfg, err := env.Start()
 	if err != nil {
