@@ -56,7 +56,10 @@ func NewReplicaCache(ctx context.Context, config *rest.Config, scheme *runtime.S
 		Scheme:     scheme,
 		Mapper:     mapper,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Label: ReplicaSelector(), Transform: keepOwnManagedFields},
+			// Reads never modify cached replicas (writes are built from the desired
+			// replica), so they can skip the deep copy that would otherwise copy every
+			// replica of a source on every pass.
+			&corev1.ConfigMap{}: {Label: ReplicaSelector(), Transform: compactReplica, UnsafeDisableDeepCopy: ptrTo(true)},
 		},
 	})
 	if err != nil {
@@ -78,9 +81,13 @@ func ReplicaSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 }
 
-// keepOwnManagedFields drops every managedFields entry but cmsync's own, which
-// DiffReplica reads to know which labels and annotations cmsync wrote.
-func keepOwnManagedFields(in any) (any, error) {
+// compactReplica is what the replica cache keeps of a replica: long values as digests
+// (digestValues), and only cmsync's own managedFields entry, which DiffReplica reads to
+// know which labels and annotations cmsync wrote.
+func compactReplica(in any) (any, error) {
+	if cm, ok := in.(*corev1.ConfigMap); ok {
+		digestValues(cm)
+	}
 	obj, err := meta.Accessor(in)
 	if err != nil {
 		return in, nil
@@ -104,4 +111,4 @@ func stripNamespaceMetadata(in any) (any, error) {
 	return in, nil
 }
 
-var _ toolscache.TransformFunc = keepOwnManagedFields
+var _ toolscache.TransformFunc = compactReplica

@@ -151,8 +151,9 @@ func (d ReplicaDiff) InSync() bool {
 // annotations cmsync wrote is read from the replica's managedFields.
 func DiffReplica(desired, actual *corev1.ConfigMap) ReplicaDiff {
 	var d ReplicaDiff
-	d.Content = !stringMapsEqual(desired.Data, actual.Data) ||
-		!bytesMapsEqual(desired.BinaryData, actual.BinaryData) ||
+	digested := isDigested(actual)
+	d.Content = !dataEqual(desired.Data, actual.Data, digested) ||
+		!binaryDataEqual(desired.BinaryData, actual.BinaryData, digested) ||
 		isImmutable(desired) != isImmutable(actual)
 	d.Metadata = !containsAll(actual.Labels, desired.Labels) || !containsAll(actual.Annotations, desired.Annotations)
 	ownedLabels, ownedAnnotations := metadataKeysManagedBy(actual, v1alpha1.FieldManager)
@@ -175,15 +176,26 @@ func DiffReplica(desired, actual *corev1.ConfigMap) ReplicaDiff {
 
 func isImmutable(cm *corev1.ConfigMap) bool { return cm.Immutable != nil && *cm.Immutable }
 
-func stringMapsEqual(a, b map[string]string) bool { return len(a) == len(b) && containsAll(a, b) }
-
-func bytesMapsEqual(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
+func dataEqual(desired, actual map[string]string, digested bool) bool {
+	if len(desired) != len(actual) {
 		return false
 	}
-	for k, v := range b {
-		w, ok := a[k]
-		if !ok || string(v) != string(w) {
+	for k, v := range desired {
+		w, ok := actual[k]
+		if !ok || !sameValue([]byte(v), []byte(w), digested) {
+			return false
+		}
+	}
+	return true
+}
+
+func binaryDataEqual(desired, actual map[string][]byte, digested bool) bool {
+	if len(desired) != len(actual) {
+		return false
+	}
+	for k, v := range desired {
+		w, ok := actual[k]
+		if !ok || !sameValue(v, w, digested) {
 			return false
 		}
 	}

@@ -204,3 +204,34 @@ func TestOwnersNeverShareAReplica(t *testing.T) {
 		t.Errorf("conflict texts: %q / %q", describeOwner(unmanaged), describeOwner(replica))
 	}
 }
+
+func TestDiffReplicaAgainstADigestedCacheCopy(t *testing.T) {
+	src := sampleSource()
+	long := strings.Repeat("v", 10*digestThreshold)
+	src.Data["long"] = long
+	src.BinaryData["long"] = []byte(long)
+	desired := DesiredReplica(src, "team-a", nil, AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "settings"}))
+	cached := desired.DeepCopy()
+	digestValues(cached)
+	if cached.Data["long"] == long || cached.Data["k"] != "v" {
+		t.Fatalf("digest kept the long value or changed a short one: %q", cached.Data)
+	}
+	twice := cached.DeepCopy()
+	digestValues(twice) // informers may transform an object again
+	if !reflect.DeepEqual(twice, cached) {
+		t.Fatalf("digestValues is not idempotent")
+	}
+	if d := DiffReplica(desired, cached); !d.InSync() {
+		t.Errorf("an equal replica differs from its digested copy: %+v", d)
+	}
+	edited := desired.DeepCopy()
+	edited.Data["long"] = long + "!"
+	digestValues(edited)
+	if d := DiffReplica(desired, edited); !d.Content {
+		t.Errorf("an edited long value was not noticed through its digest")
+	}
+	// A value the API server returns (not digested) compares as it is.
+	if d := DiffReplica(desired, desired.DeepCopy()); !d.InSync() {
+		t.Errorf("undigested copy differs: %+v", d)
+	}
+}

@@ -143,11 +143,13 @@ func (b *bench) run() error {
 	}))
 	must1(b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-src"}}, metav1.CreateOptions{}))
 
-	// MEMORY with U=0: fan out once, let it settle, read RSS.
+	// MEMORY with U=0: the same fan-out, update and idle as with U unrelated
+	// ConfigMaps below, so the two readings differ only by U.
 	step("MEMORY with U=0")
 	proc := b.startCmsync()
 	b.fanOut(ctx, "mem0", 1)
-	time.Sleep(10 * time.Second)
+	b.update(ctx, "mem0")
+	time.Sleep(5*time.Second + b.c.idle)
 	b.res.Memory["u0"] = proc.memory()
 	b.cleanup(ctx, "mem0", 1)
 	proc.stop()

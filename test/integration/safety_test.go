@@ -215,7 +215,9 @@ func TestIdleAndRestartMakeNoWrites(t *testing.T) {
 	for range 10 {
 		targets = append(targets, newNamespace(t, "dst", map[string]string{"group": group}))
 	}
-	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}, map[string]string{"k": "v"})
+	// A long value too: the replica cache keeps it as a digest, which must compare equal.
+	data := map[string]string{"k": "v", "long": strings.Repeat("0123456789", 100)}
+	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}, data)
 	waitForReplicasIn(t, src, targets...)
 	synced := waitForSynced(t, src, "10/10")
 	if got := metricValue(t, running.Metrics, "cmsync_replicas", "synced"); got < 10 {

@@ -1,0 +1,62 @@
+package replicator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The replica cache keeps a digest in place of every long data value: replicas are
+// copies of sources, so holding their content again would make memory grow with the
+// size times the number of target namespaces. A digest is enough to tell whether a
+// replica equals the desired one. Objects read from the API server directly carry
+// their values, and compare as such.
+const (
+	// digestedAnnotation marks a cached replica whose long values are digests. It exists
+	// only in cmsync's cache and is never written to the API server.
+	digestedAnnotation = "cmsync.io/cache-digested"
+
+	// digestThreshold: values up to this length are kept as they are; a digest would
+	// save nothing.
+	digestThreshold = 64
+)
+
+// digestValues replaces the long data and binaryData values of a replica with digests,
+// in place, and marks it. Informers may transform an object more than once, so an
+// object already marked is left as it is.
+func digestValues(cm *corev1.ConfigMap) {
+	if isDigested(cm) {
+		return
+	}
+	for k, v := range cm.Data {
+		if len(v) > digestThreshold {
+			cm.Data[k] = digestOf([]byte(v))
+		}
+	}
+	for k, v := range cm.BinaryData {
+		if len(v) > digestThreshold {
+			cm.BinaryData[k] = []byte(digestOf(v))
+		}
+	}
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[digestedAnnotation] = "true"
+}
+
+func digestOf(v []byte) string {
+	sum := sha256.Sum256(v)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// sameValue reports whether a desired value equals an actual one, which is a digest
+// when the actual replica came from the cache and the value is long.
+func sameValue(desired, actual []byte, actualDigested bool) bool {
+	if actualDigested && len(desired) > digestThreshold {
+		return digestOf(desired) == string(actual)
+	}
+	return string(desired) == string(actual)
+}
+
+func isDigested(cm *corev1.ConfigMap) bool { return cm.Annotations[digestedAnnotation] == "true" }
