@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -43,6 +44,7 @@ type options struct {
 	burst                   int
 	maxConcurrentReconciles int
 	conflictRecheck         time.Duration
+	profiling               bool
 	zap                     zap.Options
 }
 
@@ -65,6 +67,7 @@ func parseFlags() options {
 	flag.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Sources reconciled in parallel.")
 	flag.DurationVar(&o.conflictRecheck, "conflict-recheck-interval", 30*time.Second,
 		"How soon a source whose replica is blocked by a ConfigMap cmsync does not own looks again.")
+	flag.BoolVar(&o.profiling, "profiling", false, "Serve Go's pprof profiles under /debug/pprof/ on the metrics address.")
 	o.zap.BindFlags(flag.CommandLine)
 	flag.Parse()
 	return o
@@ -116,7 +119,7 @@ func newManager(o options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  newScheme(),
 		Cache:                   replicator.ManagerCacheOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr, ExtraHandlers: o.profilingHandlers()},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "cmsync.io",
@@ -128,6 +131,18 @@ func newManager(o options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 	return mgr, nil
+}
+
+func (o options) profilingHandlers() map[string]http.Handler {
+	if !o.profiling {
+		return nil
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/heap":    pprof.Handler("heap"),
+		"/debug/pprof/allocs":  pprof.Handler("allocs"),
+	}
 }
 
 func newScheme() *runtime.Scheme {

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -39,7 +40,7 @@ import (
 type config struct {
 	namespaces, unrelated, sources, workers int
 	idle                                    time.Duration
-	binary, out                             string
+	binary, out, profile                    string
 }
 
 // Result is one run's figures; durations in seconds, memory in MiB.
@@ -88,6 +89,7 @@ func main() {
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
 	flag.StringVar(&c.binary, "cmsync", "bin/cmsync", "the cmsync binary")
 	flag.StringVar(&c.out, "out", "bench/results", "directory of the JSON results")
+	flag.StringVar(&c.profile, "profile", "", "directory for heap profiles of cmsync at each memory reading (go tool pprof)")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -151,6 +153,7 @@ func (b *bench) run() error {
 	b.update(ctx, "mem0")
 	time.Sleep(5*time.Second + b.c.idle)
 	b.res.Memory["u0"] = proc.memory()
+	b.heapProfile(proc, "u0")
 	b.cleanup(ctx, "mem0", 1)
 	proc.stop()
 
@@ -193,6 +196,7 @@ func (b *bench) run() error {
 		b.res.Scale.FanOutSeconds = b.fanOut(ctx, "scale", b.c.sources)
 		time.Sleep(10 * time.Second)
 		m := proc.memory()
+		b.heapProfile(proc, "scale")
 		b.res.Scale.PeakMiB, b.res.Scale.SteadyMiB = m.PeakMiB, m.SteadyMiB
 		proc.stop()
 		proc, b.res.Scale.Restart = b.restart()
@@ -385,6 +389,7 @@ func (b *bench) cmsyncWrites(from, to time.Time) int64 {
 }
 
 type process struct {
+	metrics string
 	cmd     *exec.Cmd
 	peakRSS atomic.Int64
 	done    chan struct{}
@@ -393,12 +398,16 @@ type process struct {
 // startCmsync runs the binary with its default flags and waits for /readyz.
 func (b *bench) startCmsync() *process {
 	metrics, health := freePort(), freePort()
-	cmd := exec.Command(b.c.binary, "--kubeconfig="+b.kubeconfig, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+health)
+	args := []string{"--kubeconfig=" + b.kubeconfig, "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}
+	if b.c.profile != "" {
+		args = append(args, "--profiling")
+	}
+	cmd := exec.Command(b.c.binary, args...)
 	logFile, err := os.Create(filepath.Join(b.work, fmt.Sprintf("cmsync-%d.log", time.Now().UnixNano())))
 	must(err)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	must(cmd.Start())
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p := &process{cmd: cmd, done: make(chan struct{}), metrics: metrics}
 	go p.sampleRSS()
 	for {
 		resp, err := http.Get("http://" + health + "/readyz")
@@ -423,6 +432,22 @@ func (p *process) sampleRSS() {
 			}
 		}
 	}
+}
+
+// heapProfile saves cmsync's heap profile, when profiling was asked for.
+func (b *bench) heapProfile(p *process, name string) {
+	if b.c.profile == "" {
+		return
+	}
+	resp, err := http.Get("http://" + p.metrics + "/debug/pprof/heap")
+	must(err)
+	defer resp.Body.Close()
+	must(os.MkdirAll(b.c.profile, 0o755))
+	f, err := os.Create(filepath.Join(b.c.profile, name+".pprof"))
+	must(err)
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	must(err)
 }
 
 func (p *process) memory() Memory {
