@@ -37,6 +37,49 @@ const (
 // Changed reports whether the outcome wrote a replica.
 func (o Outcome) Changed() bool { return o == Created || o == Updated || o == Recreated }
 
+// Pass sums up one pass of a front door over its targets.
+type Pass struct {
+	Results []NamespaceResult
+	// Deleted counts the replicas deleted because they are no longer wanted.
+	Deleted int
+	// CleanupErr collects the deletes that failed.
+	CleanupErr error
+}
+
+// Written counts the replicas the pass created, changed or replaced.
+func (p Pass) Written() int {
+	n := 0
+	for _, r := range p.Results {
+		if r.Outcome.Changed() {
+			n++
+		}
+	}
+	return n
+}
+
+// Changed reports whether the pass wrote or deleted a replica.
+func (p Pass) Changed() bool { return p.Deleted > 0 || p.Written() > 0 }
+
+// Failures joins the errors worth a retry: failed writes and failed deletes.
+func (p Pass) Failures() error {
+	var errs []error
+	for _, r := range p.Results {
+		if r.Outcome == Failed {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Namespace, r.Err))
+		}
+	}
+	return errors.Join(append(errs, p.CleanupErr)...)
+}
+
+// Run makes one pass for owner: sync every target, then delete the given replicas that
+// are no longer wanted.
+func (e *Engine) Run(ctx context.Context, owner Owner, targets []string, desired func(namespace string) *corev1.ConfigMap,
+	existing map[string]*corev1.ConfigMap, unwanted []*corev1.ConfigMap) Pass {
+	pass := Pass{Results: e.SyncTargets(ctx, owner, targets, desired, existing)}
+	pass.Deleted, pass.CleanupErr = e.DeleteReplicas(ctx, unwanted)
+	return pass
+}
+
 // NamespaceResult is the outcome of one target namespace; Err explains Conflict and Failed.
 type NamespaceResult struct {
 	Namespace string

@@ -73,9 +73,8 @@ func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	results := r.Engine.SyncTargets(ctx, owner, plan.targets, plan.desired, existing)
-	deleted, cleanupErr := r.Engine.DeleteReplicas(ctx, ReplicasOutside(existing, plan.targetSet()))
-	return r.report(ctx, src, results, deleted, cleanupErr)
+	pass := r.Engine.Run(ctx, owner, plan.targets, plan.desired, existing, ReplicasOutside(existing, plan.targetSet()))
+	return r.report(ctx, src, pass)
 }
 
 // plan is what one pass must do: the desired replica in each target namespace.
@@ -171,39 +170,23 @@ func (r *SourceReconciler) reportInvalid(ctx context.Context, src *corev1.Config
 // report writes the status of a pass, with an Event and a log line when it changed, and
 // decides when to look again: failures back off through the rate limiter, conflicts
 // are rechecked on a timer.
-func (r *SourceReconciler) report(ctx context.Context, src *corev1.ConfigMap, results []NamespaceResult, deleted int, cleanupErr error) (ctrl.Result, error) {
-	counts := CountReplicas(results)
+func (r *SourceReconciler) report(ctx context.Context, src *corev1.ConfigMap, pass Pass) (ctrl.Result, error) {
+	counts := CountReplicas(pass.Results)
 	r.Metrics.RecordSource(AnnotationOwner(client.ObjectKeyFromObject(src)).Key(), counts)
-	status := StatusOf(results, cleanupErr)
-	changed := deleted > 0
-	var written []string
-	var failures []error
-	for _, res := range results {
-		changed = changed || res.Outcome.Changed()
-		if res.Outcome.Changed() {
-			written = append(written, res.Namespace)
-		}
-		if res.Outcome == Failed {
-			failures = append(failures, fmt.Errorf("%s: %w", res.Namespace, res.Err))
-		}
-	}
-	if cleanupErr != nil {
-		failures = append(failures, cleanupErr)
-	}
-	logger := log.FromContext(ctx)
+	status := StatusOf(pass.Results, pass.CleanupErr)
+	changed := pass.Changed()
 	if changed {
-		logger.Info("replicas written", "written", len(written), "deleted", deleted, "synced", status.Synced)
+		log.FromContext(ctx).Info("replicas written", "written", pass.Written(), "deleted", pass.Deleted, "synced", status.Synced)
 	}
+	failures := pass.Failures()
 	if patch := StatusPatch(string(src.UID), src.Annotations, status, changed, time.Now()); patch != nil {
 		if status.State != src.Annotations[v1alpha1.StatusAnnotation] || status.Message != src.Annotations[v1alpha1.MessageAnnotation] || changed {
 			r.recordPassEvents(ctx, src, status, counts)
 		}
-		if err := r.patchStatus(ctx, src, patch); err != nil {
-			failures = append(failures, err)
-		}
+		failures = errors.Join(failures, r.patchStatus(ctx, src, patch))
 	}
-	if err := errors.Join(failures...); err != nil {
-		return ctrl.Result{}, err
+	if failures != nil {
+		return ctrl.Result{}, failures
 	}
 	if counts.Conflict > 0 {
 		return ctrl.Result{RequeueAfter: r.ConflictRecheck}, nil

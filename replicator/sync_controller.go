@@ -77,32 +77,21 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, r.writeStatus(ctx, sync, before, problem.reason)
 		// No retry: a spec edit, the source's creation or a namespace event wakes it.
 	}
-	results := r.Engine.SyncTargets(ctx, owner, plan.targets, plan.desired, replicas)
-	deleted, cleanupErr := r.Engine.DeleteReplicas(ctx, append(ReplicasOutside(replicas, plan.targetSet()), strays...))
-	counts := CountReplicas(results)
+	pass := r.Engine.Run(ctx, owner, plan.targets, plan.desired, replicas, append(ReplicasOutside(replicas, plan.targetSet()), strays...))
+	counts := CountReplicas(pass.Results)
 	r.Metrics.RecordSource(owner.Key(), counts)
-	changed := deleted > 0
-	var failures []error
-	for _, res := range results {
-		changed = changed || res.Outcome.Changed()
-		if res.Outcome == Failed {
-			failures = append(failures, fmt.Errorf("%s: %w", res.Namespace, res.Err))
-		}
+	if pass.Changed() {
+		log.FromContext(ctx).Info("replicas written", "written", pass.Written(), "deleted", pass.Deleted, "synced", fmt.Sprintf("%d/%d", counts.Synced, len(pass.Results)))
 	}
-	if changed {
-		log.FromContext(ctx).Info("replicas written", "deleted", deleted, "synced", fmt.Sprintf("%d/%d", counts.Synced, len(results)))
-	}
-	SetSyncStatus(&sync.Status, sync.Generation, SourceKey(owner.Source), results, cleanupErr, changed, metav1.Now())
+	SetSyncStatus(&sync.Status, sync.Generation, SourceKey(owner.Source), pass.Results, pass.CleanupErr, pass.Changed(), metav1.Now())
+	failures := pass.Failures()
 	reason := v1alpha1.ReasonSynced
 	if counts.Conflict > 0 {
 		reason = v1alpha1.ReasonConflict
-	} else if len(failures) > 0 || cleanupErr != nil {
+	} else if failures != nil {
 		reason = v1alpha1.ReasonFailed
 	}
-	if err := r.writeStatus(ctx, sync, before, reason); err != nil {
-		failures = append(failures, err)
-	}
-	if err := errors.Join(append(failures, cleanupErr)...); err != nil {
+	if err := errors.Join(failures, r.writeStatus(ctx, sync, before, reason)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if counts.Conflict > 0 {

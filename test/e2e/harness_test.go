@@ -11,8 +11,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -40,6 +38,7 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/test/controlplane"
+	"github.com/cmsync/cmsync/test/testkit"
 )
 
 const (
@@ -354,45 +353,6 @@ func tail(path string, n int) string {
 
 func ptr[T any](v T) *T { return &v }
 
-func randomSuffix() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-func consistently(t *testing.T, d time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := check(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 func newNamespace(t *testing.T, prefix string, labels map[string]string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + randomSuffix(), Labels: labels}}
@@ -417,23 +377,6 @@ func replicasOf(t *testing.T, namespace, name string) []string {
 		}
 	}
 	return out
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	seen := map[string]int{}
-	for _, x := range a {
-		seen[x]++
-	}
-	for _, x := range b {
-		if seen[x] == 0 {
-			return false
-		}
-		seen[x]--
-	}
-	return true
 }
 
 func waitForReplicas(t *testing.T, namespace, name string, timeout time.Duration, want ...string) {
@@ -469,3 +412,12 @@ func waitForAnnotation(t *testing.T, namespace, name, key, value string) *corev1
 	})
 	return got
 }
+
+// The shared helpers, under the names these tests use.
+var (
+	eventually   = testkit.Eventually
+	consistently = testkit.Consistently
+	sameSet      = testkit.SameSet
+	randomSuffix = testkit.RandomSuffix
+	must         = testkit.Must
+)

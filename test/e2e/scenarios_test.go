@@ -91,14 +91,18 @@ func TestFanOutUpdateDelete(t *testing.T) {
 		}
 		return nil
 	})
-	// /metrics matches the cluster.
+	// /metrics matches the cluster: this is the only source (earlier scenarios deleted
+	// theirs), with 50 replicas in sync.
 	c.local(t)
 	eventually(t, 10*time.Second, "metrics", func() error {
-		if got := c.Metric(t, `cmsync_replicas{state="synced"}`); got < 50 {
-			return fmt.Errorf("cmsync_replicas{synced} = %v", got)
+		if got := c.Metric(t, `cmsync_replicas{state="synced"}`); got != 50 {
+			return fmt.Errorf("cmsync_replicas{synced} = %v, want 50", got)
 		}
-		if got := c.Metric(t, "cmsync_sources"); got < 1 {
-			return fmt.Errorf("cmsync_sources = %v", got)
+		if got := c.Metric(t, `cmsync_replicas{state="conflict"}`); got != 0 {
+			return fmt.Errorf("cmsync_replicas{conflict} = %v, want 0", got)
+		}
+		if got := c.Metric(t, "cmsync_sources"); got != 1 {
+			return fmt.Errorf("cmsync_sources = %v, want 1", got)
 		}
 		if got := c.Metric(t, "cmsync_sync_duration_seconds_count"); got < 1 {
 			return fmt.Errorf("cmsync_sync_duration_seconds_count = %v", got)

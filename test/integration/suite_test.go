@@ -5,8 +5,6 @@ package integration
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"os"
@@ -35,6 +33,7 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/replicator"
 	"github.com/cmsync/cmsync/test/controlplane"
+	"github.com/cmsync/cmsync/test/testkit"
 )
 
 var (
@@ -174,12 +173,6 @@ func zapLevel() int8 {
 
 // --- arranging ---
 
-func randomSuffix() string {
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // newNamespace creates a namespace with a random name starting with prefix.
 func newNamespace(t *testing.T, prefix string, labels map[string]string) string {
 	t.Helper()
@@ -225,47 +218,12 @@ func update[T client.Object](t *testing.T, obj T, change func(T)) {
 	})
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // --- observing ---
 
 func getConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
 	cm := &corev1.ConfigMap{}
 	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, cm)
 	return cm, err
-}
-
-// eventually retries check until it returns nil or the timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// consistently fails as soon as check returns an error within the duration.
-func consistently(t *testing.T, duration time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(duration)
-	for time.Now().Before(deadline) {
-		if err := check(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 const timeout = 20 * time.Second
@@ -334,22 +292,6 @@ func waitForReplicasIn(t *testing.T, src *corev1.ConfigMap, want ...string) {
 	})
 }
 
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	set := map[string]bool{}
-	for _, x := range a {
-		set[x] = true
-	}
-	for _, x := range b {
-		if !set[x] {
-			return false
-		}
-	}
-	return true
-}
-
 // eventsFor lists the Events recorded about an object with the given reason.
 func eventsFor(t *testing.T, obj client.Object, reason string) []eventsv1.Event {
 	t.Helper()
@@ -378,6 +320,15 @@ func waitForEvent(t *testing.T, obj client.Object, reason, fragment string) {
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+// The shared helpers, under the names these tests use.
+var (
+	eventually   = testkit.Eventually
+	consistently = testkit.Consistently
+	sameSet      = testkit.SameSet
+	randomSuffix = testkit.RandomSuffix
+	must         = testkit.Must
+)
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
 
