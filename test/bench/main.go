@@ -60,7 +60,12 @@ type Result struct {
 	Ratios      map[string]float64 `json:"ratios"`
 }
 
-type Phases struct{ Create, Update, Delete float64 }
+// Phases are the seconds of the create, update and delete phases.
+type Phases struct {
+	Create float64 `json:"createSeconds"`
+	Update float64 `json:"updateSeconds"`
+	Delete float64 `json:"deleteSeconds"`
+}
 
 type Restart struct {
 	ReadySeconds float64 `json:"readySeconds"`
