@@ -58,7 +58,18 @@ docker-build: ## Build the container image IMG with Docker (needs a Docker engin
 	docker build -t $(IMG) .
 
 .PHONY: test
-test: vet verify helm-lint test-unit test-integration e2e ## Run every test: generated files, chart, unit, integration and end-to-end.
+test: vet verify helm-lint test-unit fuzz-short test-integration e2e ## Run every test: generated files, chart, unit, a short fuzz, integration and end-to-end.
+
+FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzDesiredReplica
+FUZZTIME ?= 2m
+
+.PHONY: fuzz
+fuzz: ## Fuzz every parser of user input for FUZZTIME each (default 2m).
+	for target in $(FUZZ_TARGETS); do go test ./replicator -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) || exit 1; done
+
+.PHONY: fuzz-short
+fuzz-short: ## A 5-second fuzz of each parser (part of make test).
+	$(MAKE) fuzz FUZZTIME=5s
 
 .PHONY: vet
 vet: ## go vet and a gofmt check.

@@ -235,3 +235,7 @@ func TestDiffReplicaAgainstADigestedCacheCopy(t *testing.T) {
 		t.Errorf("undigested copy differs: %+v", d)
 	}
 }
+
+func keyOf(cm *corev1.ConfigMap) types.NamespacedName {
+	return types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}
+}

@@ -1,0 +1,117 @@
+package replicator
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// Every parser of user input: no panic, and every input either parses or is refused
+// with an error that names the annotation or field and the problem.
+
+func FuzzParseTargetAnnotations(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"team-*,shared,!team-legacy", "env=prod,tier in (web,api),!deprecated"},
+		{"*", ""}, {"", "=prod"}, {"team-[a", "tier in ("}, {"!a,!b", "a b"}, {"a,,b", "env="},
+		{"Team_A", "x notin (a)"}, {"[^0-9]*", "!x"}, {" , ", "a=b,c!=d"},
+	} {
+		f.Add(seed[0], seed[1], true, true)
+	}
+	f.Fuzz(func(t *testing.T, names, selector string, hasNames, hasSelector bool) {
+		var n, s *string
+		if hasNames {
+			n = &names
+		}
+		if hasSelector {
+			s = &selector
+		}
+		spec, err := ParseTargetAnnotations(n, s)
+		if err != nil {
+			msg := err.Error()
+			if !strings.Contains(msg, "target-namespaces") && !strings.Contains(msg, "target-selector") {
+				t.Fatalf("error does not name the annotation: %q", msg)
+			}
+			return
+		}
+		// A valid spec can be evaluated against any namespace without panicking.
+		spec.Matches(Namespace{Name: "team-a", Labels: map[string]string{"env": "prod"}})
+		if hasNames && strings.TrimSpace(names) == "" {
+			t.Fatalf("an empty target-namespaces was accepted")
+		}
+	})
+}
+
+func FuzzParseStripMetadata(f *testing.F) {
+	for _, seed := range []string{"example.com/*", "*", "", "[", "app.kubernetes.io/managed-by", "a,b, c/*,", "x/[a-z]?"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		globs, err := ParseStripMetadata(value)
+		if err != nil {
+			if !strings.Contains(err.Error(), "strip-metadata") {
+				t.Fatalf("error does not name the annotation: %q", err)
+			}
+			return
+		}
+		if len(globs) == 0 {
+			t.Fatalf("an empty list was accepted")
+		}
+		isStripped("example.com/key", globs)
+	})
+}
+
+func FuzzParseSyncTargets(f *testing.F) {
+	f.Add("team-a", "team-*,!team-legacy", "env", "In", "prod")
+	f.Add("", "team-[a", "", "", "")
+	f.Add("Bad", "", "env", "Near", "x")
+	f.Add("", "!only", "", "", "")
+	f.Fuzz(func(t *testing.T, destination, destinations, key, operator, value string) {
+		spec := v1alpha1.ConfigMapSyncSpec{SourceNamespace: "platform", ConfigMapName: "ca", DestinationNamespace: destination}
+		if destinations != "" {
+			spec.DestinationNamespaces = strings.Split(destinations, ",")
+		}
+		if key != "" || operator != "" {
+			spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: key, Operator: metav1.LabelSelectorOperator(operator), Values: []string{value}}}}
+		}
+		targets, err := ParseSyncTargets(spec)
+		if err != nil {
+			if msg := err.Error(); !strings.Contains(msg, "spec.") && !strings.Contains(msg, "no targets") {
+				t.Fatalf("error does not name the field: %q", msg)
+			}
+			return
+		}
+		TargetNamespaces(targets, "platform", []Namespace{{Name: "team-a"}, {Name: destination}}, Policy{})
+	})
+}
+
+func FuzzDesiredReplica(f *testing.F) {
+	f.Add("key", "value", "example.com/*", []byte{0, 1})
+	f.Fuzz(func(t *testing.T, key, value, strip string, binary []byte) {
+		if !utf8.ValidString(key) || !utf8.ValidString(value) {
+			return
+		}
+		src := sampleSource()
+		src.Data[key] = value
+		src.BinaryData[key] = binary
+		src.Labels[key] = value
+		globs, err := ParseStripMetadata(strip)
+		if err != nil {
+			globs = nil
+		}
+		owner := AnnotationOwner(keyOf(src))
+		desired := DesiredReplica(src, "team-a", globs, owner)
+		if !owner.Owns(desired) {
+			t.Fatalf("the desired replica is not owned by its source")
+		}
+		cached := desired.DeepCopy()
+		digestValues(cached)
+		if d := DiffReplica(desired, cached); !d.InSync() {
+			t.Fatalf("a replica differs from its own cached form: %+v", d)
+		}
+	})
+}
