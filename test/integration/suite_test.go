@@ -355,3 +355,9 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, state string) flo
 	t.Fatalf("metric %s{state=%q} not found", name, state)
 	return 0
 }
+
+// newNamespaceNamed creates a namespace with exactly this name.
+func newNamespaceNamed(t *testing.T, name string) {
+	t.Helper()
+	must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+}
