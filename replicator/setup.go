@@ -54,23 +54,19 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := mgr.Add(replicas); err != nil {
 		return fmt.Errorf("adding the replica cache: %w", err)
 	}
-	engine := &Engine{
-		Client:    mgr.GetClient(),
-		Replicas:  replicas,
-		APIReader: mgr.GetAPIReader(),
-		Workers:   o.Writers,
-	}
-	recorder := mgr.GetEventRecorder(v1alpha1.FieldManager)
-	metrics := NewMetrics(o.Registerer)
-	sources := &SourceReconciler{
-		Client:          mgr.GetClient(),
-		APIReader:       mgr.GetAPIReader(),
-		Engine:          engine,
+	shared := FrontDoor{
+		Engine: &Engine{
+			Client:    mgr.GetClient(),
+			Replicas:  replicas,
+			APIReader: mgr.GetAPIReader(),
+			Workers:   o.Writers,
+		},
 		Policy:          o.Policy,
-		Recorder:        recorder,
-		Metrics:         metrics,
+		Recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),
+		Metrics:         NewMetrics(o.Registerer),
 		ConflictRecheck: o.ConflictRecheck,
 	}
+	sources := &SourceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), FrontDoor: shared}
 	if err := sources.SetupWithManager(mgr, replicas, o.Controller); err != nil {
 		return fmt.Errorf("setting up the source controller: %w", err)
 	}
@@ -82,15 +78,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating a clientset: %w", err)
 	}
-	syncs := &SyncReconciler{
-		Client:          mgr.GetClient(),
-		Engine:          engine,
-		Sources:         NewSourceWatcher(ctx, clientset),
-		Policy:          o.Policy,
-		Recorder:        recorder,
-		Metrics:         metrics,
-		ConflictRecheck: o.ConflictRecheck,
-	}
+	syncs := &SyncReconciler{Client: mgr.GetClient(), Sources: NewSourceWatcher(ctx, clientset), FrontDoor: shared}
 	if err := syncs.SetupWithManager(mgr, replicas, o.Controller); err != nil {
 		return fmt.Errorf("setting up the ConfigMapSync controller: %w", err)
 	}

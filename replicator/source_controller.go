@@ -34,12 +34,18 @@ type SourceReconciler struct {
 	Client client.Client
 	// APIReader reads the API server directly, for ConfigMaps outside the caches.
 	APIReader client.Reader
-	Engine    *Engine
-	Policy    Policy
-	Recorder  events.EventRecorder
-	Metrics   *Metrics
-	// ConflictRecheck is how soon a source with a conflict looks again: the ConfigMap in
-	// the way is not in cmsync's caches, so its removal raises no event.
+	FrontDoor
+}
+
+// FrontDoor is what both reconcilers share: the engine that writes replicas, the
+// controller's policy, and where they report.
+type FrontDoor struct {
+	Engine   *Engine
+	Policy   Policy
+	Recorder events.EventRecorder
+	Metrics  *Metrics
+	// ConflictRecheck is how soon an owner with a conflict looks again: an unmanaged
+	// ConfigMap in the way is not in cmsync's caches, so its removal raises no event.
 	ConflictRecheck time.Duration
 }
 

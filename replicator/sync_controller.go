@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -32,13 +31,10 @@ import (
 // deleted, also where no garbage collector runs.
 type SyncReconciler struct {
 	// Client reads ConfigMapSyncs and namespaces from the manager's cache, and writes.
-	Client          client.Client
-	Engine          *Engine
-	Sources         *SourceWatcher
-	Policy          Policy
-	Recorder        events.EventRecorder
-	Metrics         *Metrics
-	ConflictRecheck time.Duration
+	Client client.Client
+	// Sources watches the ConfigMaps that ConfigMapSyncs name.
+	Sources *SourceWatcher
+	FrontDoor
 }
 
 // +kubebuilder:rbac:groups=cmsync.io,resources=configmapsyncs,verbs=get;list;watch;patch
