@@ -112,6 +112,15 @@ BENCH_ARGS ?=
 bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s" for a short run.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./test/bench -cmsync $(BIN)/cmsync $(BENCH_ARGS)
 
+CHAOS_KILLS ?= 100
+CHAOS_SEED ?= 1
+
+.PHONY: chaos
+chaos: build ## SIGKILL cmsync CHAOS_KILLS times (default 100, seeded by CHAOS_SEED) during fan-out, update, retarget and cleanup, and restart the kube-apiserver mid-fan-out; counts in bench/results/chaos-*.json. make test runs 6.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" HELM="$(HELM)" \
+	  CMSYNC_CHAOS_KILLS=$(CHAOS_KILLS) CMSYNC_CHAOS_SEED=$(CHAOS_SEED) CMSYNC_CHAOS_OUT=$(abspath bench/results) \
+	  go test -tags e2e -count=1 -timeout 60m -run 'TestChaos$$' ./test/e2e/... -v
+
 .PHONY: clean
 clean: ## Remove build output (the cached control-plane binaries stay).
 	rm -rf $(BIN) .cache

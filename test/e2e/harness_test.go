@@ -18,6 +18,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,7 +94,10 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer env.Stop() //nolint:errcheck
+	defer env.Stop() //nolint:errcheck // the first kube-apiserver may be gone after a chaos restart
+	defer stopRestarted()
+	apiServerPort = env.Config.Host[strings.LastIndex(env.Config.Host, ":")+1:]
+	apiServerPort = strings.TrimSuffix(apiServerPort, "/")
 	adminKubeconfig = filepath.Join(workDir, "admin.kubeconfig")
 	if err := os.WriteFile(adminKubeconfig, env.KubeConfig, 0o600); err != nil {
 		return 0, err
@@ -421,3 +426,50 @@ var (
 	randomSuffix = testkit.RandomSuffix
 	must         = testkit.Must
 )
+
+// apiServerPort identifies this suite's kube-apiserver among processes; restarted ones
+// are stopped when the suite ends.
+var (
+	apiServerPort     string
+	apiServerRestarts []*exec.Cmd
+)
+
+// findProcess returns the pid and arguments of this suite's process named name.
+func findProcess(t *testing.T, name string) (int, []string) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	must(t, err)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if filepath.Base(args[0]) == name && slices.Contains(args, "--secure-port="+apiServerPort) {
+			return pid, args
+		}
+	}
+	t.Fatalf("no %s process serving port %s", name, apiServerPort)
+	return 0, nil
+}
+
+func startProcess(t *testing.T, args []string) *exec.Cmd {
+	t.Helper()
+	logFile, err := os.Create(filepath.Join(workDir, filepath.Base(args[0])+"-restarted.log"))
+	must(t, err)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	must(t, cmd.Start())
+	return cmd
+}
+
+func stopRestarted() {
+	for _, cmd := range apiServerRestarts {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_, _ = cmd.Process.Wait()
+	}
+}

@@ -1,0 +1,264 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// chaosReport is what a chaos run prints and writes.
+type chaosReport struct {
+	Seed              uint64  `json:"seed"`
+	Kills             int     `json:"kills"`
+	APIServerRestarts int     `json:"apiServerRestarts"`
+	Converged         int     `json:"converged"`
+	Orphans           int     `json:"orphans"`
+	Missing           int     `json:"missing"`
+	UnmanagedTouched  int     `json:"unmanagedTouched"`
+	WrongStatus       int     `json:"wrongStatus"`
+	MedianConvergeSec float64 `json:"medianConvergeSeconds"`
+	MaxConvergeSec    float64 `json:"maxConvergeSeconds"`
+}
+
+// chaosWorld is the state the cluster must converge to.
+type chaosWorld struct {
+	srcNS, name string
+	group       []string // namespaces a source may target
+	blocked     string   // a group namespace holding an unmanaged ConfigMap of the same name
+	unmanaged   map[string]string
+	exists      bool
+	targets     []string
+	value       string
+}
+
+// TestChaos kills cmsync with SIGKILL at random moments while sources are created,
+// updated, retargeted and deleted, and restarts the kube-apiserver during a fan-out;
+// after each restart the state must converge exactly: every target has the right
+// replica, no orphan remains, no unmanaged ConfigMap changed, and the status tells the
+// truth. CMSYNC_CHAOS_KILLS (default 6, `make chaos`: 100) and CMSYNC_CHAOS_SEED make it
+// reproducible.
+func TestChaos(t *testing.T) {
+	skipOnExistingCluster(t)
+	kills, _ := strconv.Atoi(envOr("CMSYNC_CHAOS_KILLS", "6"))
+	seed, _ := strconv.ParseUint(envOr("CMSYNC_CHAOS_SEED", "1"), 10, 64)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	ctx := context.Background()
+
+	w := &chaosWorld{srcNS: newNamespace(t, "chaos-src", nil), name: "chaos", unmanaged: map[string]string{}}
+	for range 30 {
+		w.group = append(w.group, newNamespace(t, "chaos", nil))
+	}
+	w.blocked = w.group[0]
+	outside := newNamespace(t, "chaos-outside", nil)
+	for _, ns := range []string{w.blocked, outside} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: w.name}, Data: map[string]string{"owner": "someone else"}}
+		must(t, k8s.Create(ctx, cm))
+		w.unmanaged[ns] = cm.ResourceVersion
+	}
+
+	report := chaosReport{Seed: seed}
+	var converge []float64
+	round := func(action func(), killAfter time.Duration, restartAPIServer bool) {
+		c := startController(t)
+		action()
+		time.Sleep(killAfter)
+		if restartAPIServer {
+			restartKubeAPIServer(t)
+			report.APIServerRestarts++
+		}
+		c.Kill()
+		report.Kills++
+		start := time.Now()
+		next := startController(t)
+		ok := w.waitExact(t, &report, 60*time.Second)
+		if ok {
+			report.Converged++
+			converge = append(converge, time.Since(start).Seconds())
+		}
+		next.Stop()
+	}
+
+	for i := range kills {
+		killAfter := time.Duration(rng.IntN(600)) * time.Millisecond
+		switch op := rng.IntN(3); {
+		case !w.exists: // create: a fan-out
+			round(func() { w.create(t, rng) }, killAfter, false)
+		case op == 0: // update
+			round(func() { w.update(t, strconv.Itoa(i)) }, killAfter, false)
+		case op == 1: // retarget: some namespaces gained, some lost
+			round(func() { w.retarget(t, rng) }, killAfter, false)
+		default: // delete: a cleanup
+			round(func() { w.delete(t) }, killAfter, false)
+		}
+	}
+	if w.exists {
+		w.delete(t)
+	}
+	// The kube-apiserver restarts in the middle of a fan-out.
+	round(func() { w.create(t, rng) }, 300*time.Millisecond, true)
+
+	sort.Float64s(converge)
+	if len(converge) > 0 {
+		report.MedianConvergeSec = converge[len(converge)/2]
+		report.MaxConvergeSec = converge[len(converge)-1]
+	}
+	data, _ := json.MarshalIndent(report, "", "  ")
+	t.Logf("chaos: %s", data)
+	if dir := os.Getenv("CMSYNC_CHAOS_OUT"); dir != "" {
+		must(t, os.MkdirAll(dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("chaos-%s.json", time.Now().UTC().Format("20060102-150405"))), data, 0o644))
+	}
+	if report.Converged != report.Kills || report.Orphans+report.Missing+report.UnmanagedTouched+report.WrongStatus != 0 {
+		t.Errorf("chaos run did not converge exactly: %s", data)
+	}
+}
+
+func (w *chaosWorld) create(t *testing.T, rng *rand.Rand) {
+	w.targets = w.randomTargets(rng)
+	w.value = "v" + randomSuffix()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.srcNS, Name: w.name,
+		Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
+		Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: strings.Join(w.targets, ",")}},
+		Data: map[string]string{"v": w.value}}
+	must(t, k8s.Create(context.Background(), cm))
+	w.exists = true
+}
+
+func (w *chaosWorld) update(t *testing.T, value string) {
+	w.value = value
+	w.patchSource(t, fmt.Sprintf(`{"data":{"v":%q}}`, value))
+}
+
+func (w *chaosWorld) retarget(t *testing.T, rng *rand.Rand) {
+	w.targets = w.randomTargets(rng)
+	w.patchSource(t, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.TargetNamespacesAnnotation, strings.Join(w.targets, ",")))
+}
+
+func (w *chaosWorld) delete(t *testing.T) {
+	must(t, k8s.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.srcNS, Name: w.name}}))
+	w.exists, w.targets = false, nil
+}
+
+func (w *chaosWorld) patchSource(t *testing.T, patch string) {
+	_, err := clientset.CoreV1().ConfigMaps(w.srcNS).Patch(context.Background(), w.name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
+	must(t, err)
+}
+
+// randomTargets picks between 5 and all of the group, sometimes including the blocked one.
+func (w *chaosWorld) randomTargets(rng *rand.Rand) []string {
+	picked := slices.Clone(w.group)
+	rng.Shuffle(len(picked), func(i, j int) { picked[i], picked[j] = picked[j], picked[i] })
+	picked = picked[:5+rng.IntN(len(picked)-4)]
+	sort.Strings(picked)
+	return picked
+}
+
+// waitExact waits for the exact state and, when it does not come, counts what is wrong.
+func (w *chaosWorld) waitExact(t *testing.T, report *chaosReport, timeout time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		orphans, missing, touched, wrongStatus := w.diff(t)
+		if orphans+missing+touched+wrongStatus == 0 {
+			return true
+		}
+		if time.Now().After(deadline) || touched > 0 {
+			report.Orphans += orphans
+			report.Missing += missing
+			report.UnmanagedTouched += touched
+			report.WrongStatus += wrongStatus
+			t.Logf("not converged: %d orphans, %d missing, %d unmanaged touched, status wrong: %d", orphans, missing, touched, wrongStatus)
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (w *chaosWorld) diff(t *testing.T) (orphans, missing, touched, wrongStatus int) {
+	want := map[string]bool{}
+	for _, ns := range w.targets {
+		if ns != w.blocked {
+			want[ns] = true
+		}
+	}
+	got := map[string]bool{}
+	for _, ns := range replicasOf(t, w.srcNS, w.name) {
+		got[ns] = true
+		if !want[ns] {
+			orphans++
+		}
+	}
+	for ns := range want {
+		r, err := getConfigMap(ns, w.name)
+		if !got[ns] || err != nil || r.Data["v"] != w.value {
+			missing++
+		}
+	}
+	for ns, rv := range w.unmanaged {
+		cm, err := getConfigMap(ns, w.name)
+		if err != nil || cm.ResourceVersion != rv {
+			touched++
+		}
+	}
+	if w.exists {
+		src, err := getConfigMap(w.srcNS, w.name)
+		if err != nil {
+			return orphans, missing, touched, 1
+		}
+		state, synced := v1alpha1.StatusSynced, fmt.Sprintf("%d/%d", len(want), len(w.targets))
+		if len(want) != len(w.targets) {
+			state = v1alpha1.StatusDegraded
+		}
+		if src.Annotations[v1alpha1.StatusAnnotation] != state || src.Annotations[v1alpha1.SyncedAnnotation] != synced {
+			wrongStatus++
+		}
+	} else if _, err := getConfigMap(w.srcNS, w.name); !apierrors.IsNotFound(err) {
+		wrongStatus++
+	}
+	return orphans, missing, touched, wrongStatus
+}
+
+// restartKubeAPIServer stops the running kube-apiserver and starts it again with the
+// same arguments, certificates and etcd, as a real restart would.
+func restartKubeAPIServer(t *testing.T) {
+	t.Helper()
+	pid, args := findProcess(t, "kube-apiserver")
+	must(t, syscall.Kill(pid, syscall.SIGTERM))
+	for range 100 {
+		if syscall.Kill(pid, 0) != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	restarted := startProcess(t, args)
+	apiServerRestarts = append(apiServerRestarts, restarted)
+	eventually(t, 60*time.Second, "kube-apiserver back", func() error {
+		_, err := clientset.Discovery().ServerVersion()
+		return err
+	})
+}
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
