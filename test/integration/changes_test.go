@@ -158,7 +158,8 @@ func TestImmutableSourceReplacesReplicas(t *testing.T) {
 	waitForSynced(t, again, "2/2")
 }
 
-// Names of 253 characters work, and a ConfigMap of 900 KiB replicates.
+// Names of 253 characters work, and ConfigMaps of 900 KiB and near the 1 MiB limit
+// replicate.
 func TestLongNameAndLargeData(t *testing.T) {
 	startController(t)
 	srcNS := newNamespace(t, "src", nil)
@@ -178,6 +179,21 @@ func TestLongNameAndLargeData(t *testing.T) {
 	waitForSynced(t, src, "1/1")
 	must(t, k8s.Delete(context.Background(), src))
 	waitForReplicasIn(t, src)
+
+	// Near the API server's 1 MiB limit on a ConfigMap's data: the replica's extra
+	// markers are metadata, outside that limit.
+	nearLimit := make([]byte, 1024*1024-2048)
+	for i := range nearLimit {
+		nearLimit[i] = 'a' + byte(i%26)
+	}
+	full := newSource(t, srcNS, "near-limit", map[string]string{v1alpha1.TargetNamespacesAnnotation: target}, map[string]string{"big": string(nearLimit)})
+	waitForReplicasIn(t, full, target)
+	waitForSynced(t, full, "1/1")
+	r, err = getConfigMap(target, "near-limit")
+	must(t, err)
+	if len(r.Data["big"]) != len(nearLimit) {
+		t.Errorf("near-limit value not copied intact (got %d bytes)", len(r.Data["big"]))
+	}
 }
 
 func longName(n int) string {
