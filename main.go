@@ -14,7 +14,10 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -87,7 +90,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := newManager(o)
+	mgr, err := newManager(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -109,13 +112,16 @@ func run(ctx context.Context, o options) error {
 	return mgr.Start(ctx)
 }
 
-func newManager(o options) (ctrl.Manager, error) {
+func newManager(ctx context.Context, o options) (ctrl.Manager, error) {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	cfg.UserAgent = "cmsync"
+	if err := waitForAPIServer(ctx, cfg); err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  newScheme(),
 		Cache:                   replicator.ManagerCacheOptions(),
@@ -143,6 +149,31 @@ func (o options) profilingHandlers() map[string]http.Handler {
 		"/debug/pprof/heap":    pprof.Handler("heap"),
 		"/debug/pprof/allocs":  pprof.Handler("allocs"),
 	}
+}
+
+// apiServerWait bounds how long cmsync waits at start for an API server that is
+// restarting or still starting, before giving up and exiting.
+const apiServerWait = 2 * time.Minute
+
+// waitForAPIServer waits until the API server serves discovery: building the manager
+// needs it, and an API server that is restarting answers with errors for a moment.
+func waitForAPIServer(ctx context.Context, cfg *rest.Config) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating a discovery client: %w", err)
+	}
+	var lastErr error
+	err = wait.PollUntilContextTimeout(ctx, time.Second, apiServerWait, true, func(context.Context) (bool, error) {
+		_, lastErr = dc.ServerGroups()
+		if lastErr != nil {
+			ctrl.Log.WithName("setup").Info("waiting for the API server", "error", lastErr.Error())
+		}
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the API server did not serve discovery within %s: %w", apiServerWait, errors.Join(lastErr, err))
+	}
+	return nil
 }
 
 func newScheme() *runtime.Scheme {

@@ -115,6 +115,12 @@ func TestChaos(t *testing.T) {
 	// The kube-apiserver restarts in the middle of a fan-out.
 	round(func() { w.create(t, rng) }, 300*time.Millisecond, true)
 
+	// Leave nothing for the scenarios after this one.
+	last := startController(t)
+	w.delete(t)
+	waitForReplicas(t, w.srcNS, w.name, 60*time.Second)
+	last.Stop()
+
 	sort.Float64s(converge)
 	if len(converge) > 0 {
 		report.MedianConvergeSec = converge[len(converge)/2]
@@ -254,6 +260,8 @@ func restartKubeAPIServer(t *testing.T) {
 		_, err := clientset.Discovery().ServerVersion()
 		return err
 	})
+	// cmsync is started again at once, while discovery may still fail: it must wait for
+	// the API server rather than exit.
 }
 
 func envOr(key, fallback string) string {
