@@ -82,23 +82,13 @@ func ReplicaSelector() labels.Selector {
 }
 
 // compactReplica is what the replica cache keeps of a replica: long values as digests
-// (digestValues), and only cmsync's own managedFields entry, which DiffReplica reads to
-// know which labels and annotations cmsync wrote.
+// (digestValues), and instead of managedFields only the label and annotation keys
+// cmsync owns (compactOwnership), which DiffReplica reads to find stale keys.
 func compactReplica(in any) (any, error) {
 	if cm, ok := in.(*corev1.ConfigMap); ok {
 		digestValues(cm)
+		compactOwnership(cm)
 	}
-	obj, err := meta.Accessor(in)
-	if err != nil {
-		return in, nil
-	}
-	var own []metav1.ManagedFieldsEntry
-	for _, entry := range obj.GetManagedFields() {
-		if entry.Manager == v1alpha1.FieldManager {
-			own = append(own, entry)
-		}
-	}
-	obj.SetManagedFields(own)
 	return in, nil
 }
 

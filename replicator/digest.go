@@ -3,8 +3,11 @@ package replicator
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
 // The replica cache keeps a digest in place of every long data value: replicas are
@@ -20,7 +23,50 @@ const (
 	// digestThreshold: values up to this length are kept as they are; a digest would
 	// save nothing.
 	digestThreshold = 64
+
+	// ownedKeysAnnotation holds, in the cache only, the label and annotation keys
+	// cmsync's managedFields entries own ("l:<key>" and "a:<key>", one per line), so the
+	// cached replica can drop its managedFields, the larger part of its metadata.
+	ownedKeysAnnotation = "cmsync.io/cache-owned-keys"
 )
+
+// compactOwnership replaces a replica's managedFields by the list of label and
+// annotation keys cmsync owns, in place. Idempotent, like digestValues.
+func compactOwnership(cm *corev1.ConfigMap) {
+	if _, done := cm.Annotations[ownedKeysAnnotation]; done {
+		return
+	}
+	labels, annotations := metadataKeysManagedBy(cm, v1alpha1.FieldManager)
+	lines := make([]string, 0, len(labels)+len(annotations))
+	for _, k := range labels {
+		lines = append(lines, "l:"+k)
+	}
+	for _, k := range annotations {
+		lines = append(lines, "a:"+k)
+	}
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[ownedKeysAnnotation] = strings.Join(lines, "\n")
+	cm.ManagedFields = nil
+}
+
+// ownedMetadataKeys returns the label and annotation keys cmsync owns on a replica, from
+// the cache's compact list when there is one, else from managedFields.
+func ownedMetadataKeys(cm *corev1.ConfigMap) (labels, annotations []string) {
+	list, compact := cm.Annotations[ownedKeysAnnotation]
+	if !compact {
+		return metadataKeysManagedBy(cm, v1alpha1.FieldManager)
+	}
+	for _, line := range strings.Split(list, "\n") {
+		if k, ok := strings.CutPrefix(line, "l:"); ok {
+			labels = append(labels, k)
+		} else if k, ok := strings.CutPrefix(line, "a:"); ok {
+			annotations = append(annotations, k)
+		}
+	}
+	return labels, annotations
+}
 
 // digestValues replaces the long data and binaryData values of a replica with digests,
 // in place, and marks it. Informers may transform an object more than once, so an

@@ -156,7 +156,7 @@ func DiffReplica(desired, actual *corev1.ConfigMap) ReplicaDiff {
 		!binaryDataEqual(desired.BinaryData, actual.BinaryData, digested) ||
 		isImmutable(desired) != isImmutable(actual)
 	d.Metadata = !containsAll(actual.Labels, desired.Labels) || !containsAll(actual.Annotations, desired.Annotations)
-	ownedLabels, ownedAnnotations := metadataKeysManagedBy(actual, v1alpha1.FieldManager)
+	ownedLabels, ownedAnnotations := ownedMetadataKeys(actual)
 	d.StaleLabels = missingFrom(desired.Labels, ownedLabels)
 	// Status annotations are cmsync's only on a replica someone labelled as a source
 	// (and that was refused); they report on that refusal and are not stale.

@@ -239,3 +239,26 @@ func TestDiffReplicaAgainstADigestedCacheCopy(t *testing.T) {
 func keyOf(cm *corev1.ConfigMap) types.NamespacedName {
 	return types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}
 }
+
+func TestDiffReplicaAgainstCompactOwnership(t *testing.T) {
+	desired := DesiredReplica(sampleSource(), "team-a", nil, AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "settings"}))
+	actual := desired.DeepCopy()
+	actual.Labels["old"] = "1"
+	actual.Labels["theirs"] = "1"
+	actual.ManagedFields = managedFields(v1alpha1.FieldManager, metav1.ManagedFieldsOperationUpdate,
+		`{"f:metadata":{"f:labels":{"f:old":{},"f:team":{}},"f:annotations":{"f:note":{}}}}`)
+	full := DiffReplica(desired, actual)
+	compactOwnership(actual)
+	if actual.ManagedFields != nil {
+		t.Fatalf("managedFields kept")
+	}
+	again := actual.DeepCopy()
+	compactOwnership(again)
+	if !reflect.DeepEqual(again, actual) {
+		t.Fatalf("compactOwnership is not idempotent")
+	}
+	compact := DiffReplica(desired, actual)
+	if !slices.Equal(compact.StaleLabels, []string{"old"}) || !reflect.DeepEqual(full.StaleLabels, compact.StaleLabels) {
+		t.Errorf("stale labels from the compact form %v, from managedFields %v", compact.StaleLabels, full.StaleLabels)
+	}
+}
