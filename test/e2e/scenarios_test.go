@@ -113,8 +113,9 @@ func TestFanOutUpdateDelete(t *testing.T) {
 	waitForReplicas(t, src, "fan", 60*time.Second)
 }
 
-// A target namespace deleted (the namespace controller really finishes it) and
-// recreated gets its replica back; the status tells the truth in between.
+// A target namespace deleted (the namespace controller really finishes it, deleting the
+// replica while the namespace terminates) and recreated gets its replica back; the
+// status tells the truth in between.
 func TestTargetNamespaceDeletedAndRecreated(t *testing.T) {
 	startController(t)
 	ctx := context.Background()
@@ -124,8 +125,14 @@ func TestTargetNamespaceDeletedAndRecreated(t *testing.T) {
 	must(t, k8s.Create(ctx, cm))
 	waitForReplicas(t, src, "app", 30*time.Second, stays, goes)
 
+	// While the namespace terminates, the namespace controller deletes the replica in it;
+	// cmsync must not try to recreate it there (a terminating namespace is no target), so
+	// the source never turns Degraded on the way.
 	must(t, k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goes}}))
 	eventually(t, 60*time.Second, "namespace deleted for good", func() error {
+		if cm, err := getConfigMap(src, "app"); err == nil && cm.Annotations[v1alpha1.StatusAnnotation] == v1alpha1.StatusDegraded {
+			t.Fatalf("source Degraded while a target namespace terminates: %s", cm.Annotations[v1alpha1.MessageAnnotation])
+		}
 		err := k8s.Get(ctx, client.ObjectKey{Name: goes}, &corev1.Namespace{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
