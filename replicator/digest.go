@@ -16,24 +16,15 @@ import (
 // replica equals the desired one. Objects read from the API server directly carry
 // their values, and compare as such.
 const (
-	// digestedAnnotation marks a cached replica whose long values are digests. It exists
-	// only in cmsync's cache and is never written to the API server.
-	digestedAnnotation = "cmsync.io/cache-digested"
-
 	// digestThreshold: values up to this length are kept as they are; a digest would
 	// save nothing.
 	digestThreshold = 64
-
-	// ownedKeysAnnotation holds, in the cache only, the label and annotation keys
-	// cmsync's managedFields entries own ("l:<key>" and "a:<key>", one per line), so the
-	// cached replica can drop its managedFields, the larger part of its metadata.
-	ownedKeysAnnotation = "cmsync.io/cache-owned-keys"
 )
 
 // compactOwnership replaces a replica's managedFields by the list of label and
 // annotation keys cmsync owns, in place. Idempotent, like digestValues.
 func compactOwnership(cm *corev1.ConfigMap) {
-	if _, done := cm.Annotations[ownedKeysAnnotation]; done {
+	if _, done := cm.Annotations[v1alpha1.CacheOwnedKeysAnnotation]; done {
 		return
 	}
 	labels, annotations := metadataKeysManagedBy(cm, v1alpha1.FieldManager)
@@ -47,14 +38,14 @@ func compactOwnership(cm *corev1.ConfigMap) {
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
-	cm.Annotations[ownedKeysAnnotation] = strings.Join(lines, "\n")
+	cm.Annotations[v1alpha1.CacheOwnedKeysAnnotation] = strings.Join(lines, "\n")
 	cm.ManagedFields = nil
 }
 
 // ownedMetadataKeys returns the label and annotation keys cmsync owns on a replica, from
 // the cache's compact list when there is one, else from managedFields.
 func ownedMetadataKeys(cm *corev1.ConfigMap) (labels, annotations []string) {
-	list, compact := cm.Annotations[ownedKeysAnnotation]
+	list, compact := cm.Annotations[v1alpha1.CacheOwnedKeysAnnotation]
 	if !compact {
 		return metadataKeysManagedBy(cm, v1alpha1.FieldManager)
 	}
@@ -88,7 +79,7 @@ func digestValues(cm *corev1.ConfigMap) {
 	if cm.Annotations == nil {
 		cm.Annotations = map[string]string{}
 	}
-	cm.Annotations[digestedAnnotation] = "true"
+	cm.Annotations[v1alpha1.CacheDigestedAnnotation] = "true"
 }
 
 func digestOf(v []byte) string {
@@ -105,4 +96,6 @@ func sameValue(desired, actual []byte, actualDigested bool) bool {
 	return string(desired) == string(actual)
 }
 
-func isDigested(cm *corev1.ConfigMap) bool { return cm.Annotations[digestedAnnotation] == "true" }
+func isDigested(cm *corev1.ConfigMap) bool {
+	return cm.Annotations[v1alpha1.CacheDigestedAnnotation] == "true"
+}

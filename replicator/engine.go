@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -134,13 +133,23 @@ func (e *Engine) ListReplicas(ctx context.Context, owner Owner) (map[string]*cor
 	if err != nil {
 		return nil, err
 	}
+	replicas, _ := SplitStrays(owned, owner)
+	return replicas, nil
+}
+
+// SplitStrays separates the replicas of the owner's current source, by namespace, from
+// those it made of a source it no longer names (a ConfigMapSync whose spec changed).
+func SplitStrays(owned []*corev1.ConfigMap, owner Owner) (map[string]*corev1.ConfigMap, []*corev1.ConfigMap) {
 	replicas := make(map[string]*corev1.ConfigMap, len(owned))
+	var strays []*corev1.ConfigMap
 	for _, cm := range owned {
 		if cm.Name == owner.Source.Name && owner.Owns(cm) {
 			replicas[cm.Namespace] = cm
+		} else {
+			strays = append(strays, cm)
 		}
 	}
-	return replicas, nil
+	return replicas, strays
 }
 
 // ReplicasOutside returns the replicas whose namespace is not in keep.
@@ -155,7 +164,7 @@ func ReplicasOutside(replicas map[string]*corev1.ConfigMap, keep map[string]bool
 }
 
 // SyncTargets makes the replica in each target namespace equal to desired(namespace),
-// given the replicas that exist, and returns one result per target, sorted.
+// given the replicas that exist, and returns one result per target, in target order.
 func (e *Engine) SyncTargets(ctx context.Context, owner Owner, targets []string,
 	desired func(namespace string) *corev1.ConfigMap, existing map[string]*corev1.ConfigMap) []NamespaceResult {
 	results := make([]NamespaceResult, len(targets))
@@ -164,7 +173,6 @@ func (e *Engine) SyncTargets(ctx context.Context, owner Owner, targets []string,
 		outcome, err := e.syncReplica(ctx, owner, desired(ns), existing[ns])
 		results[i] = NamespaceResult{Namespace: ns, Outcome: outcome, Err: err}
 	})
-	sort.Slice(results, func(i, j int) bool { return results[i].Namespace < results[j].Namespace })
 	return results
 }
 

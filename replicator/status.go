@@ -168,7 +168,7 @@ func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, sourc
 	if changed {
 		status.LastSyncTime = &now
 	}
-	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReadySynced, Message: summary.Message, ObservedGeneration: generation}
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced, Message: summary.Message, ObservedGeneration: generation}
 	if summary.State == v1alpha1.StatusDegraded {
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonDegraded
 	}

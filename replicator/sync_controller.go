@@ -62,7 +62,7 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	replicas, strays := splitStrays(existing, owner)
+	replicas, strays := SplitStrays(existing, owner)
 	plan, problem, err := r.planFor(ctx, sync, owner)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -107,10 +107,10 @@ type syncProblem struct {
 func (r *SyncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSync, owner Owner) (plan, *syncProblem, error) {
 	spec, err := ParseSyncTargets(sync.Spec)
 	if err != nil {
-		return plan{}, &syncProblem{v1alpha1.ReasonReadyInvalid, err}, nil
+		return plan{}, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
 	}
 	if !r.Policy.AllowsSource(owner.Source.Namespace) {
-		return plan{}, &syncProblem{v1alpha1.ReasonReadyInvalid, fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", owner.Source.Namespace)}, nil
+		return plan{}, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", owner.Source.Namespace)}, nil
 	}
 	namespaces, err := listNamespaces(ctx, r.Client)
 	if err != nil {
@@ -125,31 +125,16 @@ func (r *SyncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 		return p, &syncProblem{v1alpha1.ReasonSourceNotFound, fmt.Errorf("source ConfigMap %s not found; existing replicas are kept until it returns or this ConfigMapSync is deleted", SourceKey(owner.Source))}, nil
 	}
 	if IsReplica(src) {
-		return p, &syncProblem{v1alpha1.ReasonReadyInvalid, fmt.Errorf("source ConfigMap %s is itself a replica of %s; name the original", SourceKey(owner.Source), src.Annotations[v1alpha1.SourceAnnotation])}, nil
+		return p, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("source ConfigMap %s is itself a replica of %s; name the original", SourceKey(owner.Source), src.Annotations[v1alpha1.SourceAnnotation])}, nil
 	}
 	var strip []string
 	if value := annotation(src, v1alpha1.StripMetadataAnnotation); value != nil {
 		if strip, err = ParseStripMetadata(*value); err != nil {
-			return p, &syncProblem{v1alpha1.ReasonReadyInvalid, fmt.Errorf("source ConfigMap %s: %w", SourceKey(owner.Source), err)}, nil
+			return p, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("source ConfigMap %s: %w", SourceKey(owner.Source), err)}, nil
 		}
 	}
 	p.desired = func(ns string) *corev1.ConfigMap { return DesiredReplica(src, ns, strip, owner) }
 	return p, nil, nil
-}
-
-// splitStrays separates the replicas of the owner's current source from those it made
-// of a source its spec no longer names, which are deleted.
-func splitStrays(owned []*corev1.ConfigMap, owner Owner) (map[string]*corev1.ConfigMap, []*corev1.ConfigMap) {
-	replicas := map[string]*corev1.ConfigMap{}
-	var strays []*corev1.ConfigMap
-	for _, cm := range owned {
-		if cm.Name == owner.Source.Name && owner.Owns(cm) {
-			replicas[cm.Namespace] = cm
-		} else {
-			strays = append(strays, cm)
-		}
-	}
-	return replicas, strays
 }
 
 func countSynced(p plan, replicas map[string]*corev1.ConfigMap) int {

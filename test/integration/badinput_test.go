@@ -54,7 +54,7 @@ func TestConfigMapSyncNamingMissingNamespaces(t *testing.T) {
 	plainConfigMap(t, srcNS, "x", map[string]string{"k": "v"})
 	later := "later-" + randomSuffix()
 	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "x", DestinationNamespace: later})
-	got := waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonReadySynced)
+	got := waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced)
 	if got.Status.Synced != "0/0" {
 		t.Errorf("synced %q before the destination exists", got.Status.Synced)
 	}

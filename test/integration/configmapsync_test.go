@@ -84,7 +84,7 @@ func TestConfigMapSyncTutorialForm(t *testing.T) {
 	plainConfigMap(t, srcNS, "ca-bundle", map[string]string{"ca.crt": "pem"})
 	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, DestinationNamespace: dst, ConfigMapName: "ca-bundle"})
 	waitForSyncReplicasIn(t, sync, dst)
-	got := waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonReadySynced)
+	got := waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced)
 	if got.Status.TargetNamespaces != 1 || got.Status.SyncedNamespaces != 1 || got.Status.LastSyncTime == nil {
 		t.Errorf("status %+v", got.Status)
 	}
@@ -127,7 +127,7 @@ func TestConfigMapSyncSourceLifecycle(t *testing.T) {
 	}
 	src := plainConfigMap(t, srcNS, "late", map[string]string{"v": "1"})
 	waitForSyncReplicasIn(t, sync, dst)
-	waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonReadySynced)
+	waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced)
 	update(t, src, func(cm *corev1.ConfigMap) { cm.Data["v"] = "2" })
 	eventually(t, timeout, "replica follows the source", func() error {
 		r, err := getConfigMap(dst, "late")
@@ -168,7 +168,7 @@ func TestConfigMapSyncTargetsFollowSpec(t *testing.T) {
 	excluded := newNamespace(t, "excluded", map[string]string{"group": group})
 	update(t, sync, func(s *v1alpha1.ConfigMapSync) { s.Spec.DestinationNamespaces = []string{c, "!" + excluded} })
 	waitForSyncReplicasIn(t, sync, a, c, later)
-	got := waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonReadySynced)
+	got := waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced)
 	if got.Status.Synced != "3/3" {
 		t.Errorf("synced %q", got.Status.Synced)
 	}
@@ -266,7 +266,7 @@ func TestConfigMapSyncValidation(t *testing.T) {
 	for _, tc := range reported {
 		t.Run(tc.name, func(t *testing.T) {
 			sync := newSync(t, tc.spec)
-			got := waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonReadyInvalid)
+			got := waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid)
 			if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, tc.message) {
 				t.Errorf("message %q, want %q", msg, tc.message)
 			}
@@ -289,7 +289,7 @@ func TestFrontDoorsNeverShareAReplica(t *testing.T) {
 	// ...a ConfigMapSync first in the other.
 	syncA := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "shared", DestinationNamespace: second})
 	waitForSyncReplicasIn(t, syncA, second)
-	waitForReady(t, syncA, metav1.ConditionTrue, v1alpha1.ReasonReadySynced)
+	waitForReady(t, syncA, metav1.ConditionTrue, v1alpha1.ReasonSynced)
 
 	// Now each wants the other's namespace too, and a second ConfigMapSync wants both.
 	update(t, src, func(cm *corev1.ConfigMap) { cm.Annotations[v1alpha1.TargetNamespacesAnnotation] = first + "," + second })

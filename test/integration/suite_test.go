@@ -18,7 +18,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -318,8 +317,6 @@ func waitForEvent(t *testing.T, obj client.Object, reason, fragment string) {
 		return fmt.Errorf("no %s event mentioning %q on %s", reason, fragment, obj.GetName())
 	})
 }
-
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
 // The shared helpers, under the names these tests use.
 var (
