@@ -6,6 +6,9 @@
 #
 # Prints the directory holding the binaries (usable as KUBEBUILDER_ASSETS).
 # A second run finds them in the cache and returns at once.
+#
+# With the argument "node" it also builds what a real single-node cluster needs on top
+# (kube-scheduler, kubelet and kubectl, same version; see hack/node/).
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.1}"
@@ -15,7 +18,11 @@ OUT="$CACHE/control-plane-k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 
 log() { echo "control-plane-binaries: $*" >&2; }
 
-have() { [ -x "$OUT/kube-apiserver" ] && [ -x "$OUT/kube-controller-manager" ] && [ -x "$OUT/etcd" ]; }
+KUBE_CMDS=(kube-apiserver kube-controller-manager)
+[ "${1:-}" = node ] && KUBE_CMDS+=(kube-scheduler kubelet kubectl)
+
+have_kube() { local c; for c in "${KUBE_CMDS[@]}"; do [ -x "$OUT/$c" ] || return 1; done; }
+have() { have_kube && [ -x "$OUT/etcd" ]; }
 if have; then echo "$OUT"; exit 0; fi
 
 mkdir -p "$CACHE"
@@ -30,7 +37,7 @@ mkdir -p "$OUT"
 export GOFLAGS="-mod=mod" CGO_ENABLED=0
 
 build_kubernetes() {
-  log "building kube-apiserver and kube-controller-manager ${K8S_VERSION} (first time only, ~10 min)"
+  log "building ${KUBE_CMDS[*]} ${K8S_VERSION} (first time only, ~5 min each)"
   local mod="$work/k8s" staging_version="v0${K8S_VERSION#v1}"
   mkdir -p "$mod"
   go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" >/dev/null
@@ -45,19 +52,15 @@ build_kubernetes() {
     for m in $(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$gomod"); do
       go mod edit -replace="$m=$m@${staging_version}"
     done
-    cat > tools.go <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
-)
-GO
+    {
+      printf '//go:build tools\n\npackage tools\n\nimport (\n'
+      for c in "${KUBE_CMDS[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c"; done
+      printf ')\n'
+    } > tools.go
     go mod tidy >/dev/null 2>&1 || go mod tidy
-    go build -trimpath -o "$OUT/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-    go build -trimpath -o "$OUT/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+    for c in "${KUBE_CMDS[@]}"; do
+      [ -x "$OUT/$c" ] || go build -trimpath -o "$OUT/$c" "k8s.io/kubernetes/cmd/$c"
+    done
   )
 }
 
@@ -82,7 +85,7 @@ GO
 }
 
 [ -x "$OUT/etcd" ] || build_etcd
-{ [ -x "$OUT/kube-apiserver" ] && [ -x "$OUT/kube-controller-manager" ]; } || build_kubernetes
+have_kube || build_kubernetes
 have
 log "ready in $OUT"
 echo "$OUT"

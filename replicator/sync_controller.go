@@ -37,7 +37,7 @@ type SyncReconciler struct {
 	FrontDoor
 }
 
-// +kubebuilder:rbac:groups=cmsync.io,resources=configmapsyncs,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=cmsync.io,resources=configmapsyncs,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=cmsync.io,resources=configmapsyncs/status,verbs=patch
 
 // Reconcile brings the replicas of one ConfigMapSync in line with its spec and source.

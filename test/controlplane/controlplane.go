@@ -4,6 +4,7 @@
 package controlplane
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -34,17 +35,28 @@ type Options struct {
 	// AuditLog, when set, is where kube-apiserver writes one JSON line per write
 	// request (create, update, patch, delete), with its user agent.
 	AuditLog string
+	// AuditAllFrom lists users whose every request, reads included, is audited too
+	// (the e2e suite proves from it that cmsync's RBAC grants nothing unused).
+	AuditAllFrom []string
 }
 
-// auditPolicy records write requests at Metadata level and nothing else.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
+// auditPolicy records write requests at Metadata level, every request of the users
+// listed, and nothing else.
+func auditPolicy(allFrom []string) string {
+	users := ""
+	if len(allFrom) > 0 {
+		quoted, _ := json.Marshal(allFrom) // a JSON list is a YAML flow sequence
+		users = "- level: Metadata\n  users: " + string(quoted) + "\n"
+	}
+	return `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
-- level: Metadata
+` + users + `- level: Metadata
   verbs: ["create", "update", "patch", "delete", "deletecollection"]
 - level: None
 `
+}
 
 // StartWith starts kube-apiserver and etcd as o says.
 func StartWith(o Options) (*Env, error) {
@@ -65,7 +77,7 @@ func StartWith(o Options) (*Env, error) {
 	}
 	if o.AuditLog != "" {
 		policy := o.AuditLog + ".policy.yaml"
-		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		if err := os.WriteFile(policy, []byte(auditPolicy(o.AuditAllFrom)), 0o600); err != nil {
 			return nil, err
 		}
 		env.ControlPlane.GetAPIServer().Configure().

@@ -90,7 +90,8 @@ func run(m *testing.M) (int, error) {
 		fmt.Fprintln(os.Stderr, "e2e: keeping", workDir)
 	}
 
-	env, err := controlplane.Start()
+	auditLog := filepath.Join(workDir, "audit.log")
+	env, err := controlplane.StartWith(controlplane.Options{AuditLog: auditLog, AuditAllFrom: []string{cmsyncUser}})
 	if err != nil {
 		return 0, err
 	}
@@ -117,7 +118,13 @@ func run(m *testing.M) (int, error) {
 	if cmsyncKubeconfig, err = serviceAccountKubeconfig(env); err != nil {
 		return 0, err
 	}
-	return m.Run(), nil
+	code := m.Run()
+	if code == 0 && fullRun() {
+		if err := checkLeastPrivilege(auditLog); err != nil {
+			return 1, err
+		}
+	}
+	return code, nil
 }
 
 func runOnExistingCluster(m *testing.M) (int, error) {
@@ -221,8 +228,14 @@ type controller struct {
 // in-cluster Pod is the controller, and a scenario needing flags is skipped.
 func startController(t *testing.T, args ...string) *controller {
 	t.Helper()
+	return startControllerWithEnv(t, nil, args...)
+}
+
+// startControllerWithEnv is startController with extra environment variables.
+func startControllerWithEnv(t *testing.T, env []string, args ...string) *controller {
+	t.Helper()
 	if existingCluster {
-		if len(args) > 0 {
+		if len(args) > 0 || len(env) > 0 {
 			t.Skip("needs a local cmsync process with flags", args, "(run by make e2e)")
 		}
 		return &controller{}
@@ -239,6 +252,7 @@ func startController(t *testing.T, args ...string) *controller {
 		"--conflict-recheck-interval=2s",
 	}, args...)
 	c.cmd = exec.Command(cmsyncBinary, all...)
+	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	must(t, c.cmd.Start())
 	go func() {

@@ -203,6 +203,28 @@ func TestConfigMapSyncRoundTrip(t *testing.T) {
 	waitForReplicas(t, src, "ca", 60*time.Second) // the garbage collector's work
 }
 
+// Against an API server or client without streaming lists (watch-list), the informers
+// fall back to LIST and WATCH: both front doors work the same. (This is also where the
+// least-privilege check sees cmsync use its list permissions.)
+func TestWithoutWatchList(t *testing.T) {
+	startControllerWithEnv(t, []string{"KUBE_FEATURE_WatchListClient=false"})
+	ctx := context.Background()
+	src, a, b := newNamespace(t, "src", nil), newNamespace(t, "dst", map[string]string{"wl": "x"}), newNamespace(t, "dst", nil)
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "plain",
+		Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
+		Annotations: map[string]string{v1alpha1.TargetSelectorAnnotation: "wl=x"}}, Data: map[string]string{"k": "v"}}))
+	waitForReplicas(t, src, "plain", 30*time.Second, a)
+	waitForAnnotation(t, src, "plain", v1alpha1.StatusAnnotation, v1alpha1.StatusSynced)
+
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "crd"}, Data: map[string]string{"k": "v"}}))
+	cms := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "wl-" + randomSuffix()},
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "crd", DestinationNamespace: b}}
+	must(t, k8s.Create(ctx, cms))
+	waitForReplicas(t, src, "crd", 30*time.Second, b)
+	must(t, k8s.Delete(ctx, cms))
+	waitForReplicas(t, src, "crd", 30*time.Second)
+}
+
 // SIGKILL during fan-out and during cleanup: after a restart the state is exact.
 func TestKilledMidFanOut(t *testing.T) {
 	skipOnExistingCluster(t)

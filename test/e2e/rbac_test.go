@@ -1,0 +1,140 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// cmsyncUser is who the chart's ServiceAccount authenticates as.
+const cmsyncUser = "system:serviceaccount:" + releaseNamespace + ":" + serviceAccount
+
+// permission is one verb on one resource ("configmapsyncs/status" for a subresource).
+type permission struct{ group, resource, verb string }
+
+func (p permission) String() string {
+	group := p.group
+	if group == "" {
+		group = "core"
+	}
+	return fmt.Sprintf("%s %s/%s", p.verb, group, p.resource)
+}
+
+// auditRecord is the part of a kube-apiserver audit event this check reads.
+type auditRecord struct {
+	Verb string `json:"verb"`
+	User struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		APIGroup    string `json:"apiGroup"`
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// checkLeastPrivilege compares what the chart grants cmsync's ServiceAccount (its
+// ClusterRole and leader-election Role, as installed) with what the whole suite saw
+// cmsync use in the API server's audit log. A grant never used, or a request the
+// authorizer refused, is an error: the chart must grant exactly what cmsync needs.
+func checkLeastPrivilege(auditLog string) error {
+	granted, err := grantedPermissions()
+	if err != nil {
+		return err
+	}
+	used, denied, err := usedPermissions(auditLog)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for _, p := range granted {
+		if !used[p] {
+			problems = append(problems, "granted but never used: "+p.String())
+		}
+	}
+	for p := range denied {
+		problems = append(problems, "used but refused by RBAC: "+p.String())
+	}
+	slices.Sort(problems)
+	if len(problems) > 0 {
+		return fmt.Errorf("the chart's RBAC is not exactly what cmsync uses:\n  %s", strings.Join(problems, "\n  "))
+	}
+	fmt.Fprintf(os.Stderr, "e2e: least privilege: all %d granted permissions were used, none refused\n", len(granted))
+	return nil
+}
+
+func grantedPermissions() ([]permission, error) {
+	ctx := context.Background()
+	var cr rbacv1.ClusterRole
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "cmsync"}, &cr); err != nil {
+		return nil, err
+	}
+	var role rbacv1.Role
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: "cmsync-leader-election"}, &role); err != nil {
+		return nil, err
+	}
+	var out []permission
+	for _, rule := range append(cr.Rules, role.Rules...) {
+		if len(rule.ResourceNames) > 0 || len(rule.NonResourceURLs) > 0 {
+			return nil, fmt.Errorf("unexpected rule form %+v: extend this check", rule)
+		}
+		for _, g := range rule.APIGroups {
+			for _, r := range rule.Resources {
+				for _, v := range rule.Verbs {
+					out = append(out, permission{g, r, v})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func usedPermissions(auditLog string) (used, denied map[permission]bool, err error) {
+	f, err := os.Open(auditLog)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	used, denied = map[permission]bool{}, map[permission]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var r auditRecord
+		if json.Unmarshal(sc.Bytes(), &r) != nil || r.User.Username != cmsyncUser || r.ObjectRef == nil {
+			continue
+		}
+		resource := r.ObjectRef.Resource
+		if r.ObjectRef.Subresource != "" {
+			resource += "/" + r.ObjectRef.Subresource
+		}
+		p := permission{r.ObjectRef.APIGroup, resource, r.Verb}
+		if r.Annotations["authorization.k8s.io/decision"] == "forbid" {
+			denied[p] = true
+		} else {
+			used[p] = true
+		}
+	}
+	return used, denied, sc.Err()
+}
+
+// fullRun tells whether every test of the suite ran, so that an unused grant means
+// the chart grants too much rather than that a test was filtered out.
+func fullRun() bool {
+	for _, name := range []string{"test.run", "test.skip"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			return false
+		}
+	}
+	return !existingCluster
+}
