@@ -117,12 +117,13 @@ bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespac
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./test/bench -cmsync $(BIN)/cmsync $(BENCH_ARGS)
 
 CHAOS_KILLS ?= 100
+CHAOS_LEADER_KILLS ?= 5
 CHAOS_SEED ?= 1
 
 .PHONY: chaos
-chaos: build ## SIGKILL cmsync CHAOS_KILLS times (default 100, seeded by CHAOS_SEED) during fan-out, update, retarget and cleanup, and restart the kube-apiserver mid-fan-out; counts in bench/results/chaos-*.json. make test runs 6.
+chaos: build ## SIGKILL cmsync CHAOS_KILLS times (default 100, seeded by CHAOS_SEED) during fan-out, update, retarget and cleanup, restart the kube-apiserver mid-fan-out, and kill the leader of two leader-elected processes CHAOS_LEADER_KILLS times (default 5); counts in bench/results/chaos-*.json. make test runs 6 + 1.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" HELM="$(HELM)" \
-	  CMSYNC_CHAOS_KILLS=$(CHAOS_KILLS) CMSYNC_CHAOS_SEED=$(CHAOS_SEED) CMSYNC_CHAOS_OUT=$(abspath bench/results) \
+	  CMSYNC_CHAOS_KILLS=$(CHAOS_KILLS) CMSYNC_CHAOS_LEADER_KILLS=$(CHAOS_LEADER_KILLS) CMSYNC_CHAOS_SEED=$(CHAOS_SEED) CMSYNC_CHAOS_OUT=$(abspath bench/results) \
 	  go test -tags e2e -count=1 -timeout 60m -run 'TestChaos$$' ./test/e2e/... -v
 
 .PHONY: clean

@@ -28,6 +28,7 @@ import (
 type chaosReport struct {
 	Seed              uint64  `json:"seed"`
 	Kills             int     `json:"kills"`
+	LeaderKills       int     `json:"leaderKills"`
 	APIServerRestarts int     `json:"apiServerRestarts"`
 	Converged         int     `json:"converged"`
 	Orphans           int     `json:"orphans"`
@@ -53,11 +54,15 @@ type chaosWorld struct {
 // updated, retargeted and deleted, and restarts the kube-apiserver during a fan-out;
 // after each restart the state must converge exactly: every target has the right
 // replica, no orphan remains, no unmanaged ConfigMap changed, and the status tells the
-// truth. CMSYNC_CHAOS_KILLS (default 6, `make chaos`: 100) and CMSYNC_CHAOS_SEED make it
+// truth. Then two processes run with leader election and the leader is killed while
+// the follower waits: the follower (and a replacement process, as a Deployment would
+// start) must take over and converge. CMSYNC_CHAOS_KILLS (default 6, `make chaos`: 100),
+// CMSYNC_CHAOS_LEADER_KILLS (default 1, `make chaos`: 5) and CMSYNC_CHAOS_SEED make it
 // reproducible.
 func TestChaos(t *testing.T) {
 	skipOnExistingCluster(t)
 	kills, _ := strconv.Atoi(envOr("CMSYNC_CHAOS_KILLS", "6"))
+	leaderKills, _ := strconv.Atoi(envOr("CMSYNC_CHAOS_LEADER_KILLS", "1"))
 	seed, _ := strconv.ParseUint(envOr("CMSYNC_CHAOS_SEED", "1"), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	ctx := context.Background()
@@ -96,17 +101,63 @@ func TestChaos(t *testing.T) {
 		next.Stop()
 	}
 
-	for i := range kills {
+	// leaderRound runs two processes with leader election, acts, and kills the leader;
+	// the follower and a replacement process must take over.
+	leaderRound := func(action func(), killAfter time.Duration) {
+		a, b := startController(t, "--leader-elect=true"), startController(t, "--leader-elect=true")
+		var leader, follower *controller
+		eventually(t, 30*time.Second, "a leader elected", func() error {
+			switch {
+			case isLeader(t, a):
+				leader, follower = a, b
+			case isLeader(t, b):
+				leader, follower = b, a
+			default:
+				return fmt.Errorf("no leader yet")
+			}
+			return nil
+		})
+		action()
+		time.Sleep(killAfter)
+		leader.Kill()
+		report.Kills++
+		report.LeaderKills++
+		start := time.Now()
+		replacement := startController(t, "--leader-elect=true")
+		// The lease (15s) must expire before the follower may lead.
+		converged := w.waitExact(t, &report, 90*time.Second)
+		took := time.Since(start).Seconds()
+		// The state may have been exact before the kill; a new leader must come anyway,
+		// and the state must stay exact under it.
+		eventually(t, 30*time.Second, "a new leader", func() error {
+			if !isLeader(t, follower) && !isLeader(t, replacement) {
+				return fmt.Errorf("neither the follower nor the replacement leads")
+			}
+			return nil
+		})
+		if converged && w.waitExact(t, &report, 30*time.Second) {
+			report.Converged++
+			converge = append(converge, took)
+		}
+		follower.Stop()
+		replacement.Stop()
+	}
+
+	for i := range kills + leaderKills {
 		killAfter := time.Duration(rng.IntN(600)) * time.Millisecond
+		do := round
+		if i >= kills {
+			do = func(action func(), killAfter time.Duration, _ bool) { leaderRound(action, killAfter) }
+		}
 		switch op := rng.IntN(3); {
 		case !w.exists: // create: a fan-out
-			round(func() { w.create(t, rng) }, killAfter, false)
+			do(func() { w.create(t, rng) }, killAfter, false)
 		case op == 0: // update
-			round(func() { w.update(t, strconv.Itoa(i)) }, killAfter, false)
+			do(func() { w.update(t, strconv.Itoa(i)) }, killAfter, false)
 		case op == 1: // retarget: some namespaces gained, some lost
-			round(func() { w.retarget(t, rng) }, killAfter, false)
+			do(func() { w.retarget(t, rng) }, killAfter, false)
 		default: // delete: a cleanup
-			round(func() { w.delete(t) }, killAfter, false)
+			do(func() { w.delete(t) }, killAfter, false)
 		}
 	}
 	if w.exists {
@@ -262,6 +313,11 @@ func restartKubeAPIServer(t *testing.T) {
 	})
 	// cmsync is started again at once, while discovery may still fail: it must wait for
 	// the API server rather than exit.
+}
+
+// isLeader tells whether the process holds the leader election lease.
+func isLeader(t *testing.T, c *controller) bool {
+	return c.Metric(t, "leader_election_master_status") == 1
 }
 
 func envOr(key, fallback string) string {
