@@ -8,7 +8,7 @@
 # A second run finds them in the cache and returns at once.
 #
 # With the argument "node" it also builds what a real single-node cluster needs on top
-# (kube-scheduler, kubelet and kubectl, same version; see hack/node/).
+# (kube-scheduler, kubelet, kube-proxy and kubectl, same version; see test/node).
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.1}"
@@ -19,7 +19,7 @@ OUT="$CACHE/control-plane-k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 log() { echo "control-plane-binaries: $*" >&2; }
 
 KUBE_CMDS=(kube-apiserver kube-controller-manager)
-[ "${1:-}" = node ] && KUBE_CMDS+=(kube-scheduler kubelet kubectl)
+[ "${1:-}" = node ] && KUBE_CMDS+=(kube-scheduler kubelet kube-proxy kubectl)
 
 have_kube() { local c; for c in "${KUBE_CMDS[@]}"; do [ -x "$OUT/$c" ] || return 1; done; }
 have() { have_kube && [ -x "$OUT/etcd" ]; }
