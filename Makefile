@@ -110,6 +110,14 @@ kind-e2e: ## On a machine with Docker: kind cluster, image, helm install, the e2
 	KUBECONFIG=$(abspath .cache/kind.kubeconfig) CMSYNC_E2E_EXISTING_CLUSTER=1 HELM="$(HELM)" \
 	  go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
 
+.PHONY: local-node
+local-node: ## (root) A real single-node cluster from source, the cmsync image and the chart's Pod running on it; Ctrl-C stops and cleans up.
+	hack/node-e2e.sh up
+
+.PHONY: node-e2e
+node-e2e: ## (root) The e2e suite against the chart's Pod running on a real single-node cluster built from source (kubelet, containerd, runc).
+	hack/node-e2e.sh test
+
 BENCH_ARGS ?=
 
 .PHONY: bench

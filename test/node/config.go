@@ -26,7 +26,9 @@ const (
 	SandboxImage = "localhost/cmsync-node/pause:1"
 )
 
-func (n *Node) path(parts ...string) string { return filepath.Join(append([]string{n.o.Dir}, parts...)...) }
+func (n *Node) path(parts ...string) string {
+	return filepath.Join(append([]string{n.o.Dir}, parts...)...)
+}
 
 func (n *Node) containerdSocket() string { return n.path("containerd", "containerd.sock") }
 

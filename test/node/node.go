@@ -60,7 +60,7 @@ type Node struct {
 	o          Options
 	pki        *pki
 	exited     map[string]chan struct{} // closed when the named process exits
-	Kubeconfig string // cluster administrator, reaching the API server from the host
+	Kubeconfig string                   // cluster administrator, reaching the API server from the host
 	Clientset  *kubernetes.Clientset
 }
 
@@ -219,6 +219,7 @@ func (n *Node) startControlPlane(ctx context.Context) error {
 		"--kubelet-client-certificate="+p("admin.crt"), "--kubelet-client-key="+p("admin.key"),
 		"--service-account-key-file="+p("sa.key"), "--service-account-signing-key-file="+p("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--kubelet-preferred-address-types=InternalIP",
 		"--authorization-mode=RBAC", "--allow-privileged=true"); err != nil {
 		return err
 	}

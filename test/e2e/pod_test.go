@@ -1,0 +1,172 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// These scenarios need cmsync running as the chart's Pod on a real node (make node-e2e,
+// make kind-e2e).
+func skipUnlessInCluster(t *testing.T) {
+	if !existingCluster {
+		t.Skip("needs cmsync as an in-cluster Pod (make node-e2e)")
+	}
+}
+
+var podSelector = client.MatchingLabels{"app.kubernetes.io/name": "cmsync", "app.kubernetes.io/instance": "cmsync"}
+
+// The chart's Pod runs under its security settings — non-root 65532, read-only root
+// filesystem, no capabilities, no privilege escalation, RuntimeDefault seccomp — and
+// becomes Ready through the probes the kubelet runs against it.
+func TestPodRunsHardened(t *testing.T) {
+	skipUnlessInCluster(t)
+	pods := readyPods(t, 1)
+	for _, pod := range pods {
+		psc, c := pod.Spec.SecurityContext, pod.Spec.Containers[0]
+		sc := c.SecurityContext
+		switch {
+		case psc == nil || sc == nil:
+			t.Fatalf("pod %s has no security context", pod.Name)
+		case psc.RunAsUser == nil || *psc.RunAsUser != 65532 || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot:
+			t.Errorf("pod %s: runAsUser %v runAsNonRoot %v", pod.Name, psc.RunAsUser, psc.RunAsNonRoot)
+		case psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault:
+			t.Errorf("pod %s: seccomp %v", pod.Name, psc.SeccompProfile)
+		case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+			t.Errorf("pod %s: root filesystem writable", pod.Name)
+		case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+			t.Errorf("pod %s: privilege escalation allowed", pod.Name)
+		case sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || len(sc.Capabilities.Add) > 0:
+			t.Errorf("pod %s: capabilities %v", pod.Name, sc.Capabilities)
+		case c.LivenessProbe == nil || c.ReadinessProbe == nil:
+			t.Errorf("pod %s: probes missing", pod.Name)
+		}
+		for _, s := range pod.Status.ContainerStatuses {
+			if s.RestartCount > 0 {
+				t.Errorf("pod %s: container restarted %d times", pod.Name, s.RestartCount)
+			}
+		}
+	}
+	// The kubelet's own count of the probes it ran against the container.
+	eventually(t, 60*time.Second, "kubelet probed liveness and readiness successfully", func() error {
+		raw, err := clientset.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", pods[0].Spec.NodeName, "proxy/metrics/probes").DoRaw(context.Background())
+		if err != nil {
+			return err
+		}
+		for _, probe := range []string{"Liveness", "Readiness"} {
+			if !probedSuccessfully(string(raw), probe, pods[0].Name) {
+				return fmt.Errorf("no successful %s probe of %s yet", probe, pods[0].Name)
+			}
+		}
+		return nil
+	})
+}
+
+func probedSuccessfully(metrics, probe, pod string) bool {
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, "prober_probe_total{") && strings.Contains(line, `probe_type="`+probe+`"`) &&
+			strings.Contains(line, `pod="`+pod+`"`) && strings.Contains(line, `result="successful"`) && !strings.HasSuffix(line, " 0") {
+			return true
+		}
+	}
+	return false
+}
+
+// `kubectl delete pod` of the leader: another Pod takes the lease, and changes made
+// meanwhile reach every replica, with nothing left over.
+func TestLeaderPodDeleted(t *testing.T) {
+	skipUnlessInCluster(t)
+	ctx := context.Background()
+	src := newNamespace(t, "lead-src", nil)
+	group := "lead" + randomSuffix()
+	var targets []string
+	for range 10 {
+		targets = append(targets, newNamespace(t, group, nil))
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "led",
+		Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
+		Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: group + "-*"}},
+		Data: map[string]string{"v": "1"}}
+	must(t, k8s.Create(ctx, cm))
+	waitForReplicas(t, src, "led", 60*time.Second, targets...)
+
+	leader := leaderPod(t)
+	t.Logf("deleting the leader pod %s", leader)
+	must(t, clientset.CoreV1().Pods(releaseNamespace).Delete(ctx, leader, metav1.DeleteOptions{}))
+	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
+	must(t, k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: targets[0], Name: "led"}}))
+
+	eventually(t, 120*time.Second, "another pod leads", func() error {
+		if now := leaderPod(t); now == leader || now == "" {
+			return fmt.Errorf("lease still held by %q", now)
+		}
+		return nil
+	})
+	eventually(t, 60*time.Second, "every replica carries the change", func() error {
+		for _, ns := range targets {
+			r, err := getConfigMap(ns, "led")
+			if err != nil {
+				return err
+			}
+			if r.Data["v"] != "2" {
+				return fmt.Errorf("%s: %q", ns, r.Data["v"])
+			}
+		}
+		return nil
+	})
+	waitForAnnotation(t, src, "led", v1alpha1.StatusAnnotation, v1alpha1.StatusSynced)
+	readyPods(t, 1)
+	must(t, k8s.Delete(ctx, cm))
+	waitForReplicas(t, src, "led", 60*time.Second)
+}
+
+// leaderPod names the Pod holding the leader election lease (holder identities are
+// "<pod name>_<uuid>"), or "".
+func leaderPod(t *testing.T) string {
+	var lease coordinationv1.Lease
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: releaseNamespace, Name: "cmsync.io"}, &lease); err != nil {
+		return ""
+	}
+	if lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	name, _, _ := strings.Cut(*lease.Spec.HolderIdentity, "_")
+	return name
+}
+
+// readyPods waits for at least min Ready cmsync Pods and returns them.
+func readyPods(t *testing.T, min int) []corev1.Pod {
+	t.Helper()
+	var ready []corev1.Pod
+	eventually(t, 120*time.Second, "cmsync pods Ready", func() error {
+		var pods corev1.PodList
+		if err := k8s.List(context.Background(), &pods, client.InNamespace(releaseNamespace), podSelector); err != nil {
+			return err
+		}
+		ready = ready[:0]
+		for _, p := range pods.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+					ready = append(ready, p)
+				}
+			}
+		}
+		if len(ready) < min {
+			return fmt.Errorf("%d of %d pods Ready", len(ready), len(pods.Items))
+		}
+		return nil
+	})
+	return ready
+}
