@@ -62,7 +62,7 @@ docker-build: ## Build the container image IMG with Docker (needs a Docker engin
 	docker build -t $(IMG) .
 
 .PHONY: test
-test: vet verify helm-lint test-unit fuzz-short test-integration e2e ## Run every test: generated files, chart, unit, a short fuzz, integration and end-to-end.
+test: vet verify helm-lint test-unit fuzz-short test-integration e2e test-node-e2e ## Run every test: generated files, chart, unit, a short fuzz, integration, end-to-end, and the chart's Pod on a real node.
 
 FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzDesiredReplica
 FUZZTIME ?= 2m
@@ -113,6 +113,11 @@ kind-e2e: ## On a machine with Docker: kind cluster, image, helm install, the e2
 .PHONY: local-node
 local-node: ## (root) A real single-node cluster from source, the cmsync image and the chart's Pod running on it; Ctrl-C stops and cleans up.
 	hack/node-e2e.sh up
+
+# make test runs node-e2e when it can: it needs root (CI runs as root).
+.PHONY: test-node-e2e
+test-node-e2e:
+	CMSYNC_NODE_E2E_OPTIONAL=1 hack/node-e2e.sh test
 
 .PHONY: node-e2e
 node-e2e: ## (root) The e2e suite against the chart's Pod running on a real single-node cluster built from source (kubelet, containerd, runc).

@@ -14,7 +14,7 @@ set -euo pipefail
 K8S_VERSION="${K8S_VERSION:-v1.37.1}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.3}"
 CACHE="${CMSYNC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cmsync}"
-OUT="$CACHE/control-plane-k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
+OUT="$CACHE/kubernetes-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 
 log() { echo "control-plane-binaries: $*" >&2; }
 
@@ -58,8 +58,15 @@ build_kubernetes() {
       printf ')\n'
     } > tools.go
     go mod tidy >/dev/null 2>&1 || go mod tidy
+    # The version the binaries report (kubectl version, the node's kubelet version), as
+    # Kubernetes' own release build stamps it.
+    local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+    local ldflags="-X k8s.io/component-base/version.gitVersion=${K8S_VERSION} -X k8s.io/component-base/version.gitMajor=1"
+    ldflags+=" -X k8s.io/component-base/version.gitMinor=${minor} -X k8s.io/component-base/version.gitTreeState=clean"
+    ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=${K8S_VERSION} -X k8s.io/client-go/pkg/version.gitMajor=1"
+    ldflags+=" -X k8s.io/client-go/pkg/version.gitMinor=${minor}"
     for c in "${KUBE_CMDS[@]}"; do
-      [ -x "$OUT/$c" ] || go build -trimpath -o "$OUT/$c" "k8s.io/kubernetes/cmd/$c"
+      [ -x "$OUT/$c" ] || go build -trimpath -ldflags="$ldflags" -o "$OUT/$c" "k8s.io/kubernetes/cmd/$c"
     done
   )
 }

@@ -8,7 +8,14 @@ set -euo pipefail
 mode="${1:-test}"
 log() { echo "node-e2e: $*" >&2; }
 
-[ "$(id -u)" = 0 ] || { log "a real node needs root (network namespace, mounts, cgroups)"; exit 1; }
+if [ "$(id -u)" != 0 ]; then
+  if [ -n "${CMSYNC_NODE_E2E_OPTIONAL:-}" ]; then
+    log "SKIPPED: a real node needs root (network namespace, mounts, cgroups); run make node-e2e as root"
+    exit 0
+  fi
+  log "a real node needs root (network namespace, mounts, cgroups)"
+  exit 1
+fi
 
 # From Debian: runc, the CNI plugins, iptables and conntrack for kube-proxy, nsenter.
 need=()

@@ -45,7 +45,7 @@ func serve(o node.Options) error {
 	if err != nil {
 		return err
 	}
-	defer n.Stop()
+	defer n.Close()
 	if err := os.WriteFile(ready, []byte("ready\n"), 0o644); err != nil {
 		return err
 	}

@@ -59,6 +59,7 @@ type Options struct {
 type Node struct {
 	o          Options
 	pki        *pki
+	lock       *os.File                 // held while the node exists
 	exited     map[string]chan struct{} // closed when the named process exits
 	Kubeconfig string                   // cluster administrator, reaching the API server from the host
 	Clientset  *kubernetes.Clientset
@@ -72,12 +73,21 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 	if o.Dir, err = filepath.Abs(o.Dir); err != nil {
 		return nil, err
 	}
-	n := &Node{o: o, exited: map[string]chan struct{}{}}
+	// The network namespace and cgroup names are the machine's: one node at a time.
+	lock, err := os.OpenFile("/run/cmsync-node.lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return nil, errors.New("another node is running on this machine (make local-node or make node-e2e); stop it first")
+	}
+	n := &Node{o: o, lock: lock, exited: map[string]chan struct{}{}}
 	n.Stop() // what a killed earlier run left behind
 	defer func() {
 		if err != nil {
 			n.logf("start failed: %v; cleaning up (logs in %s)", err, n.path("logs"))
-			n.Stop()
+			n.Close()
 		}
 	}()
 	for _, d := range []string{"logs", "pids", "etcd", "containerd", "kubelet", "cni/net.d", "cni/ipam", "pod-logs"} {

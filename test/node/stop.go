@@ -38,6 +38,12 @@ func (n *Node) Stop() {
 	}
 }
 
+// Close stops the node and lets another start.
+func (n *Node) Close() {
+	n.Stop()
+	_ = n.lock.Close()
+}
+
 // stopPid stops the process named in Dir/pids/name, if it is still ours: SIGTERM, then
 // SIGKILL after 15 s.
 func (n *Node) stopPid(name string) {
