@@ -48,9 +48,16 @@ func NamespaceMetadata() *metav1.PartialObjectMetadata {
 	return ns
 }
 
+// ReplicaCache is the replica cache, with a lookup of an owner's replicas.
+type ReplicaCache struct {
+	cache.Cache
+	byOwner toolscache.Indexer
+}
+
 // NewReplicaCache builds the replica cache, indexed by owner. The caller starts it
 // (mgr.Add) and waits for it before reconciling (the controller's watch does).
-func NewReplicaCache(ctx context.Context, config *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper, httpClient *http.Client) (cache.Cache, error) {
+func NewReplicaCache(ctx context.Context, config *rest.Config, scheme *runtime.Scheme, mapper meta.RESTMapper, httpClient *http.Client) (*ReplicaCache, error) {
+	sharer := newMapSharer()
 	replicas, err := cache.New(config, cache.Options{
 		HTTPClient: httpClient,
 		Scheme:     scheme,
@@ -59,19 +66,49 @@ func NewReplicaCache(ctx context.Context, config *rest.Config, scheme *runtime.S
 			// Reads never modify cached replicas (writes are built from the desired
 			// replica), so they can skip the deep copy that would otherwise copy every
 			// replica of a source on every pass.
-			&corev1.ConfigMap{}: {Label: ReplicaSelector(), Transform: compactReplica, UnsafeDisableDeepCopy: ptrTo(true)},
+			&corev1.ConfigMap{}: {Label: ReplicaSelector(), Transform: compactReplica(sharer), UnsafeDisableDeepCopy: ptrTo(true)},
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the replica cache: %w", err)
 	}
-	err = replicas.IndexField(ctx, &corev1.ConfigMap{}, OwnerIndex, func(obj client.Object) []string {
-		return []string{OwnerKeyOf(obj)}
-	})
+	// The owner index sits on the informer itself: the cache's IndexField would also
+	// index every replica under "<namespace>/<owner>", a set per replica, which costs
+	// more memory than the replica.
+	informer, err := replicas.GetInformer(ctx, &corev1.ConfigMap{})
 	if err != nil {
 		return nil, fmt.Errorf("indexing the replica cache: %w", err)
 	}
-	return replicas, nil
+	shared, ok := informer.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, fmt.Errorf("indexing the replica cache: unexpected informer %T", informer)
+	}
+	err = shared.AddIndexers(toolscache.Indexers{OwnerIndex: func(obj any) ([]string, error) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			return []string{OwnerKeyOf(cm)}, nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("indexing the replica cache: %w", err)
+	}
+	return &ReplicaCache{Cache: replicas, byOwner: shared.GetIndexer()}, nil
+}
+
+// OwnedBy returns the cached replicas naming the owner with this key (Owner.Key). They
+// are the cache's own objects: read them, never modify them.
+func (c *ReplicaCache) OwnedBy(ownerKey string) ([]*corev1.ConfigMap, error) {
+	objs, err := c.byOwner.ByIndex(OwnerIndex, ownerKey)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.ConfigMap, 0, len(objs))
+	for _, obj := range objs {
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			out = append(out, cm)
+		}
+	}
+	return out, nil
 }
 
 // ReplicaSelector selects the ConfigMaps cmsync wrote. It does not require the
@@ -82,14 +119,21 @@ func ReplicaSelector() labels.Selector {
 }
 
 // compactReplica is what the replica cache keeps of a replica: long values as digests
-// (digestValues), and instead of managedFields only the label and annotation keys
-// cmsync owns (compactOwnership), which DiffReplica reads to find stale keys.
-func compactReplica(in any) (any, error) {
-	if cm, ok := in.(*corev1.ConfigMap); ok {
+// (digestValues), instead of managedFields only the label and annotation keys cmsync
+// owns (compactOwnership), which DiffReplica reads to find stale keys, and maps shared
+// with the owner's other replicas (mapSharer). An object already compacted is returned
+// as it is: informers may transform an object twice, and shared maps must not change.
+func compactReplica(sharer *mapSharer) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		cm, ok := in.(*corev1.ConfigMap)
+		if !ok || (isDigested(cm) && isOwnershipCompacted(cm)) {
+			return in, nil
+		}
 		digestValues(cm)
 		compactOwnership(cm)
+		sharer.share(cm)
+		return cm, nil
 	}
-	return in, nil
 }
 
 // stripNamespaceMetadata keeps what target resolution reads of a namespace.
@@ -100,5 +144,3 @@ func stripNamespaceMetadata(in any) (any, error) {
 	}
 	return in, nil
 }
-
-var _ toolscache.TransformFunc = compactReplica

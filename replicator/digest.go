@@ -24,7 +24,7 @@ const (
 // compactOwnership replaces a replica's managedFields by the list of label and
 // annotation keys cmsync owns, in place. Idempotent, like digestValues.
 func compactOwnership(cm *corev1.ConfigMap) {
-	if _, done := cm.Annotations[v1alpha1.CacheOwnedKeysAnnotation]; done {
+	if isOwnershipCompacted(cm) {
 		return
 	}
 	labels, annotations := metadataKeysManagedBy(cm, v1alpha1.FieldManager)
@@ -40,6 +40,11 @@ func compactOwnership(cm *corev1.ConfigMap) {
 	}
 	cm.Annotations[v1alpha1.CacheOwnedKeysAnnotation] = strings.Join(lines, "\n")
 	cm.ManagedFields = nil
+}
+
+func isOwnershipCompacted(cm *corev1.ConfigMap) bool {
+	_, done := cm.Annotations[v1alpha1.CacheOwnedKeysAnnotation]
+	return done
 }
 
 // ownedMetadataKeys returns the label and annotation keys cmsync owns on a replica, from

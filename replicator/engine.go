@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -98,8 +99,8 @@ func (e errNotOurs) Error() string { return e.holder }
 type Engine struct {
 	// Client writes to the API server.
 	Client client.Client
-	// Replicas reads the replica cache (label-filtered, indexed by SourceIndex).
-	Replicas client.Reader
+	// Replicas reads the replica cache (label-filtered, indexed by owner).
+	Replicas *ReplicaCache
 	// APIReader reads the API server directly: it sees ConfigMaps the caches filter out.
 	APIReader client.Reader
 	// Workers bounds the writes one pass makes in parallel.
@@ -114,17 +115,11 @@ type Engine struct {
 
 // ListOwned returns every replica of owner in the replica cache, whatever its name.
 func (e *Engine) ListOwned(ctx context.Context, owner Owner) ([]*corev1.ConfigMap, error) {
-	var list corev1.ConfigMapList
-	if err := e.Replicas.List(ctx, &list, client.MatchingFields{OwnerIndex: owner.Key()}); err != nil {
+	cached, err := e.Replicas.OwnedBy(owner.Key())
+	if err != nil {
 		return nil, fmt.Errorf("listing replicas of %s: %w", SourceKey(owner.Source), err)
 	}
-	owned := make([]*corev1.ConfigMap, 0, len(list.Items))
-	for i := range list.Items {
-		if IsReplica(&list.Items[i]) {
-			owned = append(owned, &list.Items[i])
-		}
-	}
-	return owned, nil
+	return slices.DeleteFunc(cached, func(cm *corev1.ConfigMap) bool { return !IsReplica(cm) }), nil
 }
 
 // ListReplicas returns the replicas of owner's source by namespace.
