@@ -30,6 +30,7 @@ func (n *Node) Stop() {
 	_ = run("ip", "netns", "delete", netnsName)
 	_ = run("ip", "link", "delete", hostVeth) // gone with the namespace, unless that failed
 	n.removeContainerLogLinks()
+	n.removeHostLeftovers()
 	entries, _ := os.ReadDir(n.o.Dir)
 	for _, e := range entries {
 		if e.Name() != "logs" {
@@ -245,5 +246,26 @@ func (n *Node) removeContainerLogLinks() {
 		if target, err := os.Readlink(link); err == nil && strings.HasPrefix(target, n.o.Dir+"/") {
 			_ = os.Remove(link)
 		}
+	}
+}
+
+// removeHostLeftovers removes what the node's programs write outside its directory
+// because they do not let it be moved: the CNI library's result cache entries of the
+// node's sandboxes, the kubelet's device-plugin socket, and containerd's shim and runc
+// state directories when empty.
+func (n *Node) removeHostLeftovers() {
+	sandboxes, _ := os.ReadDir(n.path("containerd", "root", "io.containerd.grpc.v1.cri", "sandboxes"))
+	results, _ := os.ReadDir("/var/lib/cni/results")
+	for _, r := range results {
+		for _, sb := range sandboxes {
+			if strings.Contains(r.Name(), sb.Name()) {
+				_ = os.Remove(filepath.Join("/var/lib/cni/results", r.Name()))
+			}
+		}
+	}
+	_ = os.Remove("/var/lib/kubelet/device-plugins/kubelet.sock")
+	for _, dir := range []string{"/var/lib/kubelet/device-plugins", "/var/lib/kubelet",
+		"/run/containerd/runc/k8s.io", "/run/containerd/runc", "/run/containerd/s", "/run/containerd"} {
+		_ = os.Remove(dir) // only when empty
 	}
 }
