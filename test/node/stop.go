@@ -1,6 +1,8 @@
 package node
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -95,11 +97,26 @@ func (n *Node) killContainers() {
 			continue
 		}
 		raw, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if strings.Contains(string(raw), "containerd-shim") && strings.Contains(string(raw), n.containerdSocket()) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		args := strings.Split(string(raw), "\x00")
+		if !strings.Contains(string(raw), "containerd-shim") || !slices.Contains(args, n.containerdSocket()) {
+			continue
 		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		// A shim killed outright leaves its socket, named by the hash of containerd's
+		// address, the namespace and the shim's id (containerd's shim.SocketAddress).
+		ns, id := argAfter(args, "-namespace"), argAfter(args, "-id")
+		sum := sha256.Sum256([]byte(filepath.Join(n.containerdSocket(), ns, id)))
+		defer os.Remove(filepath.Join("/run/containerd/s", hex.EncodeToString(sum[:])))
 	}
 	time.Sleep(200 * time.Millisecond)
+}
+
+// argAfter returns the argument following flag, or "".
+func argAfter(args []string, flag string) string {
+	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
 }
 
 // cgroupHierarchies are the node's cgroup subtrees, one per mounted hierarchy.
@@ -252,7 +269,7 @@ func (n *Node) removeContainerLogLinks() {
 // removeHostLeftovers removes what the node's programs write outside its directory
 // because they do not let it be moved: the CNI library's result cache entries of the
 // node's sandboxes, the kubelet's device-plugin socket, and containerd's shim and runc
-// state directories when empty.
+// state directories when empty (killContainers removes the shims' sockets).
 func (n *Node) removeHostLeftovers() {
 	sandboxes, _ := os.ReadDir(n.path("containerd", "root", "io.containerd.grpc.v1.cri", "sandboxes"))
 	results, _ := os.ReadDir("/var/lib/cni/results")
@@ -264,7 +281,7 @@ func (n *Node) removeHostLeftovers() {
 		}
 	}
 	_ = os.Remove("/var/lib/kubelet/device-plugins/kubelet.sock")
-	for _, dir := range []string{"/var/lib/kubelet/device-plugins", "/var/lib/kubelet",
+	for _, dir := range []string{"/var/lib/kubelet/device-plugins", "/var/lib/kubelet", "/var/lib/cni/results", "/var/lib/cni",
 		"/run/containerd/runc/k8s.io", "/run/containerd/runc", "/run/containerd/s", "/run/containerd"} {
 		_ = os.Remove(dir) // only when empty
 	}
