@@ -408,6 +408,23 @@ func waitForReplicas(t *testing.T, namespace, name string, timeout time.Duration
 	})
 }
 
+// waitForValue waits until the ConfigMap name in every namespace has data[key] = value.
+func waitForValue(t *testing.T, timeout time.Duration, name, key, value string, namespaces ...string) {
+	t.Helper()
+	eventually(t, timeout, fmt.Sprintf("%s=%q in %d replicas of %s", key, value, len(namespaces), name), func() error {
+		for _, ns := range namespaces {
+			r, err := getConfigMap(ns, name)
+			if err != nil {
+				return err
+			}
+			if r.Data[key] != value {
+				return fmt.Errorf("%s: %s=%q", ns, key, r.Data[key])
+			}
+		}
+		return nil
+	})
+}
+
 func truncateList(l []string) []string {
 	if len(l) > 10 {
 		return append(l[:10:10], "...")

@@ -114,18 +114,7 @@ func TestLeaderPodDeleted(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 60*time.Second, "every replica carries the change", func() error {
-		for _, ns := range targets {
-			r, err := getConfigMap(ns, "led")
-			if err != nil {
-				return err
-			}
-			if r.Data["v"] != "2" {
-				return fmt.Errorf("%s: %q", ns, r.Data["v"])
-			}
-		}
-		return nil
-	})
+	waitForValue(t, 60*time.Second, "led", "v", "2", targets...)
 	waitForAnnotation(t, src, "led", v1alpha1.StatusAnnotation, v1alpha1.StatusSynced)
 	readyPods(t, 1)
 	must(t, k8s.Delete(ctx, cm))

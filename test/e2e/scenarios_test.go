@@ -79,18 +79,7 @@ func TestFanOutUpdateDelete(t *testing.T) {
 	waitForAnnotation(t, src, "fan", v1alpha1.SyncedAnnotation, "50/50")
 
 	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
-	eventually(t, 60*time.Second, "all 50 replicas updated", func() error {
-		for _, ns := range targets {
-			r, err := getConfigMap(ns, "fan")
-			if err != nil {
-				return err
-			}
-			if r.Data["v"] != "2" {
-				return fmt.Errorf("%s still %q", ns, r.Data["v"])
-			}
-		}
-		return nil
-	})
+	waitForValue(t, 60*time.Second, "fan", "v", "2", targets...)
 	// /metrics matches the cluster: this is the only source (earlier scenarios deleted
 	// theirs), with 50 replicas in sync. (The in-cluster Pod's metrics are not scraped
 	// from here: there, only the delete follows.)
