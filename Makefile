@@ -126,7 +126,7 @@ node-e2e: ## (root) The e2e suite against the chart's Pod running on a real sing
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s" for a short run.
+bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s -rounds 3" for a short run.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./test/bench -cmsync $(BIN)/cmsync $(BENCH_ARGS)
 
 CHAOS_KILLS ?= 100

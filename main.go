@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -76,7 +77,16 @@ func parseFlags() options {
 	return o
 }
 
+// gcPercent is cmsync's garbage-collector target when GOGC is not set. Its heap is
+// mostly the caches, which live long; garbage comes in bursts from passes. A lower
+// target than Go's 100 keeps the resident size close to the live heap for little CPU
+// (make bench: at 100,000 replicas, see the README's Performance section).
+const gcPercent = 25
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	o := parseFlags()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	if err := run(ctrl.SetupSignalHandler(), o); err != nil {

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,26 +39,29 @@ import (
 )
 
 type config struct {
-	namespaces, unrelated, sources, workers int
-	idle                                    time.Duration
-	binary, out, profile                    string
+	namespaces, unrelated, sources, workers, rounds int
+	idle                                            time.Duration
+	binary, out, profile                            string
 }
 
 // Result is one run's figures; durations in seconds, memory in MiB.
 type Result struct {
-	Date        string             `json:"date"`
-	Machine     string             `json:"machine"`
-	Namespaces  int                `json:"namespaces"`
-	Unrelated   int                `json:"unrelatedConfigMaps"`
-	Sources     int                `json:"scaleSources"`
-	Limit       Phases             `json:"limit"`
-	Cmsync      Phases             `json:"cmsync"`
-	IdleWrites  int64              `json:"idleWrites"`
-	IdleSeconds float64            `json:"idleSeconds"`
-	Restart     Restart            `json:"restart"`
-	Memory      map[string]Memory  `json:"memory"`
-	Scale       Scale              `json:"scale"`
-	Ratios      map[string]float64 `json:"ratios"`
+	Date         string             `json:"date"`
+	Machine      string             `json:"machine"`
+	Namespaces   int                `json:"namespaces"`
+	Unrelated    int                `json:"unrelatedConfigMaps"`
+	Sources      int                `json:"scaleSources"`
+	Rounds       int                `json:"rounds"`
+	Limit        Phases             `json:"limit"`  // medians
+	Cmsync       Phases             `json:"cmsync"` // medians
+	LimitRounds  []Phases           `json:"limitRounds"`
+	CmsyncRounds []Phases           `json:"cmsyncRounds"`
+	IdleWrites   int64              `json:"idleWrites"`
+	IdleSeconds  float64            `json:"idleSeconds"`
+	Restart      Restart            `json:"restart"`
+	Memory       map[string]Memory  `json:"memory"`
+	Scale        Scale              `json:"scale"`
+	Ratios       map[string]float64 `json:"ratios"`
 }
 
 // Phases are the seconds of the create, update and delete phases.
@@ -80,9 +84,11 @@ type Memory struct {
 type Scale struct {
 	Replicas      int     `json:"replicas"`
 	FanOutSeconds float64 `json:"fanOutSeconds"`
-	PeakMiB       float64 `json:"peakMiB"`
-	SteadyMiB     float64 `json:"steadyMiB"`
-	Restart       Restart `json:"restart"`
+	// FanOutCPUSeconds is the CPU time cmsync used during the fan-out.
+	FanOutCPUSeconds float64 `json:"fanOutCPUSeconds"`
+	PeakMiB          float64 `json:"peakMiB"`
+	SteadyMiB        float64 `json:"steadyMiB"`
+	Restart          Restart `json:"restart"`
 }
 
 func main() {
@@ -91,6 +97,7 @@ func main() {
 	flag.IntVar(&c.unrelated, "u", 20000, "unrelated 1 KiB ConfigMaps")
 	flag.IntVar(&c.sources, "s", 100, "sources of the SCALE phase, each to all namespaces (0 skips it)")
 	flag.IntVar(&c.workers, "workers", 16, "workers of the plain client")
+	flag.IntVar(&c.rounds, "rounds", 5, "rounds of LIMIT and of cmsync's FAN-OUT, UPDATE and CLEANUP; the figures are medians")
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
 	flag.StringVar(&c.binary, "cmsync", "bin/cmsync", "the cmsync binary")
 	flag.StringVar(&c.out, "out", "bench/results", "directory of the JSON results")
@@ -170,35 +177,48 @@ func (b *bench) run() error {
 		return err
 	}))
 
-	step("LIMIT: a plain client, %d workers, no client-side throttle", b.c.workers)
-	b.res.Limit = b.limit(ctx, payload)
-
-	step("FAN-OUT, UPDATE with cmsync")
+	// LIMIT and cmsync take turns, round after round, so that both meet the same
+	// API server moods; a single round's ratio moves by tens of percent here.
 	proc = b.startCmsync()
-	b.res.Cmsync.Create = b.fanOut(ctx, "app", 1)
-	b.res.Cmsync.Update = b.update(ctx, "app")
+	for r := range b.c.rounds {
+		step("round %d of %d: LIMIT (a plain client, %d workers, no client-side throttle), then cmsync's FAN-OUT, UPDATE, CLEANUP", r+1, b.c.rounds, b.c.workers)
+		b.res.LimitRounds = append(b.res.LimitRounds, b.limit(ctx, payload))
+		name := fmt.Sprintf("app-r%02d", r)
+		var round Phases
+		round.Create = b.fanOut(ctx, name, 1)
+		round.Update = b.update(ctx, name)
+		if r < b.c.rounds-1 {
+			round.Delete = b.cleanup(ctx, name, 1)
+		} else {
+			// The last round's source stays for IDLE and RESTART.
+			step("IDLE for %s", b.c.idle)
+			time.Sleep(5 * time.Second) // let the passes our own writes triggered finish
+			from := time.Now()
+			time.Sleep(b.c.idle)
+			b.res.IdleWrites = b.cmsyncWrites(from, time.Now())
+			b.res.IdleSeconds = b.c.idle.Seconds()
+			b.res.Memory["u"+strconv.Itoa(b.c.unrelated)] = proc.memory()
 
-	step("IDLE for %s", b.c.idle)
-	time.Sleep(5 * time.Second) // let the passes our own writes triggered finish
-	from := time.Now()
-	time.Sleep(b.c.idle)
-	b.res.IdleWrites = b.cmsyncWrites(from, time.Now())
-	b.res.IdleSeconds = b.c.idle.Seconds()
-	b.res.Memory["u"+strconv.Itoa(b.c.unrelated)] = proc.memory()
+			step("RESTART in sync")
+			proc.stop()
+			proc, b.res.Restart = b.restart()
 
-	step("RESTART in sync")
+			step("CLEANUP")
+			round.Delete = b.cleanup(ctx, name, 1)
+		}
+		b.res.CmsyncRounds = append(b.res.CmsyncRounds, round)
+	}
 	proc.stop()
-	proc, b.res.Restart = b.restart()
-
-	step("CLEANUP")
-	b.res.Cmsync.Delete = b.cleanup(ctx, "app", 1)
-	proc.stop()
+	b.res.Rounds = b.c.rounds
+	b.res.Limit, b.res.Cmsync = medians(b.res.LimitRounds), medians(b.res.CmsyncRounds)
 
 	if b.c.sources > 0 {
 		step("SCALE: %d sources to %d namespaces", b.c.sources, b.c.namespaces)
 		proc = b.startCmsync()
 		b.res.Scale.Replicas = b.c.sources * b.c.namespaces
+		cpu := proc.cpuSeconds()
 		b.res.Scale.FanOutSeconds = b.fanOut(ctx, "scale", b.c.sources)
+		b.res.Scale.FanOutCPUSeconds = proc.cpuSeconds() - cpu
 		time.Sleep(10 * time.Second)
 		m := proc.memory()
 		b.heapProfile(proc, "scale")
@@ -212,6 +232,23 @@ func (b *bench) run() error {
 	b.res.Ratios["cleanup/limitDelete"] = b.res.Cmsync.Delete / b.res.Limit.Delete
 	b.print()
 	return b.save()
+}
+
+// medians are the per-phase medians of rounds.
+func medians(rounds []Phases) Phases {
+	median := func(get func(Phases) float64) float64 {
+		v := make([]float64, len(rounds))
+		for i, r := range rounds {
+			v[i] = get(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return Phases{
+		Create: median(func(p Phases) float64 { return p.Create }),
+		Update: median(func(p Phases) float64 { return p.Update }),
+		Delete: median(func(p Phases) float64 { return p.Delete }),
+	}
 }
 
 // limit times a plain client creating, updating and deleting one 1 KiB ConfigMap in
@@ -465,6 +502,23 @@ func (p *process) stop() {
 	_, _ = p.cmd.Process.Wait()
 }
 
+// cpuSeconds is the user and system CPU time the process has used (/proc/<pid>/stat,
+// in clock ticks of 1/100 s on Linux).
+func (p *process) cpuSeconds() float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100
+}
+
 func statusKiB(pid int, field string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -482,7 +536,7 @@ func statusKiB(pid int, field string) int64 {
 func (b *bench) print() {
 	r := b.res
 	fmt.Printf("\ncmsync benchmark — %s, N=%d namespaces, U=%d unrelated ConfigMaps\n", r.Machine, r.Namespaces, r.Unrelated)
-	fmt.Printf("%-34s %10s %10s %8s\n", "phase", "cmsync", "LIMIT", "ratio")
+	fmt.Printf("%-34s %10s %10s %8s   (medians of %d rounds)\n", "phase", "cmsync", "LIMIT", "ratio", r.Rounds)
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "FAN-OUT (create N replicas)", r.Cmsync.Create, r.Limit.Create, r.Ratios["fanOut/limitCreate"])
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "UPDATE (N replicas follow)", r.Cmsync.Update, r.Limit.Update, r.Ratios["update/limitUpdate"])
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "CLEANUP (N replicas deleted)", r.Cmsync.Delete, r.Limit.Delete, r.Ratios["cleanup/limitDelete"])
@@ -492,7 +546,7 @@ func (b *bench) print() {
 		fmt.Printf("%-34s steady %.1f MiB, peak %.1f MiB\n", "MEMORY "+k, m.SteadyMiB, m.PeakMiB)
 	}
 	if r.Scale.Replicas > 0 {
-		fmt.Printf("%-34s %9.2fs, steady %.1f MiB, peak %.1f MiB\n", fmt.Sprintf("SCALE fan-out (%d replicas)", r.Scale.Replicas), r.Scale.FanOutSeconds, r.Scale.SteadyMiB, r.Scale.PeakMiB)
+		fmt.Printf("%-34s %9.2fs (%.1f s CPU), steady %.1f MiB, peak %.1f MiB\n", fmt.Sprintf("SCALE fan-out (%d replicas)", r.Scale.Replicas), r.Scale.FanOutSeconds, r.Scale.FanOutCPUSeconds, r.Scale.SteadyMiB, r.Scale.PeakMiB)
 		fmt.Printf("%-34s %9.2fs, %d writes\n", "SCALE RESTART: ready", r.Scale.Restart.ReadySeconds, r.Scale.Restart.Writes)
 	}
 }
