@@ -41,7 +41,7 @@ import (
 type config struct {
 	namespaces, unrelated, sources, workers, rounds int
 	idle                                            time.Duration
-	binary, out, profile                            string
+	binary, out, profile, cmsyncArgs                string
 }
 
 // Result is one run's figures; durations in seconds, memory in MiB.
@@ -100,6 +100,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 5, "rounds of LIMIT and of cmsync's FAN-OUT, UPDATE and CLEANUP; the figures are medians")
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
 	flag.StringVar(&c.binary, "cmsync", "bin/cmsync", "the cmsync binary")
+	flag.StringVar(&c.cmsyncArgs, "cmsync-args", "", "extra flags for cmsync, space-separated (the defaults are measured without)")
 	flag.StringVar(&c.out, "out", "bench/results", "directory of the JSON results")
 	flag.StringVar(&c.profile, "profile", "", "directory for heap profiles of cmsync at each memory reading (go tool pprof)")
 	flag.Parse()
@@ -444,6 +445,7 @@ func (b *bench) startCmsync() *process {
 	if b.c.profile != "" {
 		args = append(args, "--profiling")
 	}
+	args = append(args, strings.Fields(b.c.cmsyncArgs)...)
 	cmd := exec.Command(b.c.binary, args...)
 	logFile, err := os.Create(filepath.Join(b.work, fmt.Sprintf("cmsync-%d.log", time.Now().UnixNano())))
 	must(err)
