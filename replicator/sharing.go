@@ -26,19 +26,15 @@ type mapSharer struct {
 
 // sharedMaps are the current maps of one owner's replicas, with their encodings.
 type sharedMaps struct {
-	labels, annotations, data sharedMap
-	binaryData                sharedBytesMap
+	labels, annotations, data sharedMap[string]
+	binaryData                sharedMap[[]byte]
 	used                      time.Time
 }
 
-type sharedMap struct {
+// sharedMap is the current instance of one map of an owner's replicas.
+type sharedMap[V string | []byte] struct {
 	encoding string
-	m        map[string]string
-}
-
-type sharedBytesMap struct {
-	encoding string
-	m        map[string][]byte
+	m        map[string]V
 }
 
 // idleOwner: an owner whose replicas saw no event for this long loses its entry (its
@@ -85,23 +81,11 @@ func (s *mapSharer) tidy(now time.Time) {
 }
 
 // adopt returns the shared map when m equals it, else makes m the shared one.
-func (sm *sharedMap) adopt(m map[string]string) map[string]string {
+func (sm *sharedMap[V]) adopt(m map[string]V) map[string]V {
 	if len(m) == 0 {
 		return m
 	}
-	enc := encodeMap(m, func(v string) string { return v })
-	if sm.m != nil && sm.encoding == enc {
-		return sm.m
-	}
-	sm.encoding, sm.m = enc, m
-	return m
-}
-
-func (sm *sharedBytesMap) adopt(m map[string][]byte) map[string][]byte {
-	if len(m) == 0 {
-		return m
-	}
-	enc := encodeMap(m, func(v []byte) string { return string(v) })
+	enc := encodeMap(m)
 	if sm.m != nil && sm.encoding == enc {
 		return sm.m
 	}
@@ -111,7 +95,7 @@ func (sm *sharedBytesMap) adopt(m map[string][]byte) map[string][]byte {
 
 // encodeMap is a canonical encoding of m: keys sorted, each key and value prefixed by
 // its length, so that two maps encode alike only when they are equal.
-func encodeMap[V any](m map[string]V, str func(V) string) string {
+func encodeMap[V string | []byte](m map[string]V) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -119,7 +103,7 @@ func encodeMap[V any](m map[string]V, str func(V) string) string {
 	slices.Sort(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		for _, field := range []string{k, str(m[k])} {
+		for _, field := range []string{k, string(m[k])} {
 			b.WriteString(strconv.Itoa(len(field)))
 			b.WriteByte(':')
 			b.WriteString(field)

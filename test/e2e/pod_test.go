@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,7 +117,15 @@ func TestLeaderPodDeleted(t *testing.T) {
 	})
 	waitForValue(t, 60*time.Second, "led", "v", "2", targets...)
 	waitForAnnotation(t, src, "led", v1alpha1.StatusAnnotation, v1alpha1.StatusSynced)
-	readyPods(t, 1)
+	// The Deployment replaced the deleted Pod: as many Ready Pods as it asks for, none of
+	// them the deleted one.
+	var deployment appsv1.Deployment
+	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: "cmsync"}, &deployment))
+	for _, p := range readyPods(t, int(*deployment.Spec.Replicas)) {
+		if p.Name == leader {
+			t.Errorf("the deleted pod %s is still counted Ready", leader)
+		}
+	}
 	must(t, k8s.Delete(ctx, cm))
 	waitForReplicas(t, src, "led", 60*time.Second)
 }
