@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -62,6 +63,35 @@ type Result struct {
 	Memory       map[string]Memory  `json:"memory"`
 	Scale        Scale              `json:"scale"`
 	Ratios       map[string]float64 `json:"ratios"`
+	// Breakdown splits each round's phases by the audit log's timestamps.
+	LimitBreakdown  []Breakdown `json:"limitBreakdown"`
+	CmsyncBreakdown []Breakdown `json:"cmsyncBreakdown"`
+}
+
+// Breakdown splits the create, update and delete phases of one round.
+type Breakdown struct {
+	Create Split `json:"create"`
+	Update Split `json:"update"`
+	Delete Split `json:"delete"`
+}
+
+// Split is where one phase's time went, from the API server's audit log: until the
+// first write to a target namespace was received (for cmsync: the source event reaching
+// it and its pass starting), from there to the last write's response, and from there
+// until the phase's clock stopped (for cmsync: the bench's watch seeing the last
+// replica). Writes counts the writes to target namespaces in the phase.
+type Split struct {
+	BeforeFirstWrite float64 `json:"beforeFirstWriteSeconds"`
+	Writing          float64 `json:"writingSeconds"`
+	AfterLastWrite   float64 `json:"afterLastWriteSeconds"`
+	Writes           int     `json:"writes"`
+	// LatencyMillis is the mean time the API server took per write; InFlight is the
+	// mean number of writes it had in hand while writing (the sum of the writes'
+	// latencies over the writing time).
+	LatencyMillis float64 `json:"latencyMillis"`
+	InFlight      float64 `json:"inFlight"`
+	// CPU is the CPU seconds each process used during the phase.
+	CPU map[string]float64 `json:"cpuSeconds"`
 }
 
 // Phases are the seconds of the create, update and delete phases.
@@ -102,7 +132,7 @@ func main() {
 	flag.StringVar(&c.binary, "cmsync", "bin/cmsync", "the cmsync binary")
 	flag.StringVar(&c.cmsyncArgs, "cmsync-args", "", "extra flags for cmsync, space-separated (the defaults are measured without)")
 	flag.StringVar(&c.out, "out", "bench/results", "directory of the JSON results")
-	flag.StringVar(&c.profile, "profile", "", "directory for heap profiles of cmsync at each memory reading (go tool pprof)")
+	flag.StringVar(&c.profile, "profile", "", "directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's fan-out and update")
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -183,13 +213,19 @@ func (b *bench) run() error {
 	proc = b.startCmsync()
 	for r := range b.c.rounds {
 		step("round %d of %d: LIMIT (a plain client, %d workers, no client-side throttle), then cmsync's FAN-OUT, UPDATE, CLEANUP", r+1, b.c.rounds, b.c.workers)
-		b.res.LimitRounds = append(b.res.LimitRounds, b.limit(ctx, payload))
+		limit := b.limit(ctx, payload)
+		b.res.LimitRounds = append(b.res.LimitRounds, limit.phases())
+		b.res.LimitBreakdown = append(b.res.LimitBreakdown, b.breakdown(limit, isLimitWrite))
 		name := fmt.Sprintf("app-r%02d", r)
-		var round Phases
-		round.Create = b.fanOut(ctx, name, 1)
-		round.Update = b.update(ctx, name)
+		var round windows
+		profiled := b.cpuProfiles(ctx, proc, fmt.Sprintf("fanout-r%02d", r))
+		round.create = b.fanOut(ctx, name, 1)
+		profiled()
+		profiled = b.cpuProfiles(ctx, proc, fmt.Sprintf("update-r%02d", r))
+		round.update = b.update(ctx, name)
+		profiled()
 		if r < b.c.rounds-1 {
-			round.Delete = b.cleanup(ctx, name, 1)
+			round.delete = b.cleanup(ctx, name, 1)
 		} else {
 			// The last round's source stays for IDLE and RESTART.
 			step("IDLE for %s", b.c.idle)
@@ -205,9 +241,10 @@ func (b *bench) run() error {
 			proc, b.res.Restart = b.restart()
 
 			step("CLEANUP")
-			round.Delete = b.cleanup(ctx, name, 1)
+			round.delete = b.cleanup(ctx, name, 1)
 		}
-		b.res.CmsyncRounds = append(b.res.CmsyncRounds, round)
+		b.res.CmsyncRounds = append(b.res.CmsyncRounds, round.phases())
+		b.res.CmsyncBreakdown = append(b.res.CmsyncBreakdown, b.breakdown(round, isCmsyncReplicaWrite))
 	}
 	proc.stop()
 	b.res.Rounds = b.c.rounds
@@ -218,7 +255,7 @@ func (b *bench) run() error {
 		proc = b.startCmsync()
 		b.res.Scale.Replicas = b.c.sources * b.c.namespaces
 		cpu := proc.cpuSeconds()
-		b.res.Scale.FanOutSeconds = b.fanOut(ctx, "scale", b.c.sources)
+		b.res.Scale.FanOutSeconds = b.fanOut(ctx, "scale", b.c.sources).seconds()
 		b.res.Scale.FanOutCPUSeconds = proc.cpuSeconds() - cpu
 		time.Sleep(10 * time.Second)
 		m := proc.memory()
@@ -252,20 +289,58 @@ func medians(rounds []Phases) Phases {
 	}
 }
 
+func cpuList(cpu map[string]float64) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(cpu)) {
+		parts = append(parts, fmt.Sprintf("%s %.2f", name, cpu[name]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// medianSplit is the field-by-field median of one phase's splits.
+func medianSplit(rounds []Breakdown, get func(Breakdown) Split) Split {
+	if len(rounds) == 0 {
+		return Split{}
+	}
+	median := func(field func(Split) float64) float64 {
+		v := make([]float64, len(rounds))
+		for i, r := range rounds {
+			v[i] = field(get(r))
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	cpu := map[string]float64{}
+	for _, r := range rounds {
+		for name := range get(r).CPU {
+			cpu[name] = median(func(s Split) float64 { return s.CPU[name] })
+		}
+	}
+	return Split{
+		BeforeFirstWrite: median(func(s Split) float64 { return s.BeforeFirstWrite }),
+		Writing:          median(func(s Split) float64 { return s.Writing }),
+		AfterLastWrite:   median(func(s Split) float64 { return s.AfterLastWrite }),
+		Writes:           int(median(func(s Split) float64 { return float64(s.Writes) })),
+		LatencyMillis:    median(func(s Split) float64 { return s.LatencyMillis }),
+		InFlight:         median(func(s Split) float64 { return s.InFlight }),
+		CPU:              cpu,
+	}
+}
+
 // limit times a plain client creating, updating and deleting one 1 KiB ConfigMap in
 // each namespace.
-func (b *bench) limit(ctx context.Context, payload string) Phases {
-	var p Phases
+func (b *bench) limit(ctx context.Context, payload string) windows {
+	var p windows
 	cms := func(i int) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "limit", Namespace: b.targets[i]}, Data: map[string]string{"v": payload}}
 	}
-	p.Create = timed(func() error {
+	p.create = b.timed(func() error {
 		return parallel(b.c.workers, len(b.targets), func(i int) error {
 			_, err := b.cs.CoreV1().ConfigMaps(b.targets[i]).Create(ctx, cms(i), metav1.CreateOptions{})
 			return err
 		})
 	})
-	p.Update = timed(func() error {
+	p.update = b.timed(func() error {
 		return parallel(b.c.workers, len(b.targets), func(i int) error {
 			cm := cms(i)
 			cm.Data["v"] = "updated-" + payload[:1000]
@@ -273,7 +348,7 @@ func (b *bench) limit(ctx context.Context, payload string) Phases {
 			return err
 		})
 	})
-	p.Delete = timed(func() error {
+	p.delete = b.timed(func() error {
 		return parallel(b.c.workers, len(b.targets), func(i int) error {
 			return b.cs.CoreV1().ConfigMaps(b.targets[i]).Delete(ctx, "limit", metav1.DeleteOptions{})
 		})
@@ -353,11 +428,11 @@ func (b *bench) source(name string) *corev1.ConfigMap {
 
 // fanOut creates count sources named prefix-i and times until every replica exists with
 // the right content.
-func (b *bench) fanOut(ctx context.Context, prefix string, count int) float64 {
+func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
 	w := b.watchReplicas("1")
 	defer close(w.stop)
 	want := count * len(b.targets)
-	return timed(func() error {
+	return b.timed(func() error {
 		err := parallel(b.c.workers, count, func(i int) error {
 			_, err := b.cs.CoreV1().ConfigMaps("bench-src").Create(ctx, b.source(fmt.Sprintf("%s-%03d", prefix, i)), metav1.CreateOptions{})
 			return err
@@ -367,10 +442,10 @@ func (b *bench) fanOut(ctx context.Context, prefix string, count int) float64 {
 	})
 }
 
-func (b *bench) update(ctx context.Context, prefix string) float64 {
+func (b *bench) update(ctx context.Context, prefix string) window {
 	w := b.watchReplicas("2")
 	defer close(w.stop)
-	return timed(func() error {
+	return b.timed(func() error {
 		src := b.source(prefix + "-000")
 		src.Data["v"] = "2"
 		_, err := b.cs.CoreV1().ConfigMaps("bench-src").Update(ctx, src, metav1.UpdateOptions{})
@@ -379,10 +454,10 @@ func (b *bench) update(ctx context.Context, prefix string) float64 {
 	})
 }
 
-func (b *bench) cleanup(ctx context.Context, prefix string, count int) float64 {
+func (b *bench) cleanup(ctx context.Context, prefix string, count int) window {
 	w := b.watchReplicas("")
 	defer close(w.stop)
-	return timed(func() error {
+	return b.timed(func() error {
 		err := parallel(b.c.workers, count, func(i int) error {
 			return b.cs.CoreV1().ConfigMaps("bench-src").Delete(ctx, fmt.Sprintf("%s-%03d", prefix, i), metav1.DeleteOptions{})
 		})
@@ -401,34 +476,100 @@ func (b *bench) restart() (*process, Restart) {
 	return proc, Restart{ReadySeconds: ready, Writes: b.cmsyncWrites(start, time.Now())}
 }
 
-// cmsyncWrites counts the write requests the API server audited from cmsync between
-// from and to.
-func (b *bench) cmsyncWrites(from, to time.Time) int64 {
+// auditEvent is what the bench reads of one line of the API server's audit log.
+type auditEvent struct {
+	UserAgent string    `json:"userAgent"`
+	Verb      string    `json:"verb"`
+	Stage     string    `json:"stage"`
+	Received  time.Time `json:"requestReceivedTimestamp"`
+	Completed time.Time `json:"stageTimestamp"`
+	ObjectRef struct {
+		Resource  string `json:"resource"`
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"objectRef"`
+}
+
+// auditedWrites calls fn with every completed write request in the audit log.
+func (b *bench) auditedWrites(fn func(e auditEvent)) {
 	f, err := os.Open(b.audit)
 	must(err)
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<22)
-	var n int64
 	for sc.Scan() {
-		var e struct {
-			UserAgent string    `json:"userAgent"`
-			Verb      string    `json:"verb"`
-			Stage     string    `json:"stage"`
-			Received  time.Time `json:"requestReceivedTimestamp"`
-			ObjectRef struct {
-				Resource string `json:"resource"`
-			} `json:"objectRef"`
-		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || !strings.HasPrefix(e.UserAgent, "cmsync") {
-			continue
-		}
-		// Lease renewals of leader election are not cmsync's work; it runs without it here.
-		if e.Received.After(from) && e.Received.Before(to) && e.ObjectRef.Resource != "leases" {
-			n++
+		var e auditEvent
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Stage == "ResponseComplete" {
+			fn(e)
 		}
 	}
+}
+
+// cmsyncWrites counts the write requests the API server audited from cmsync between
+// from and to.
+func (b *bench) cmsyncWrites(from, to time.Time) int64 {
+	var n int64
+	b.auditedWrites(func(e auditEvent) {
+		// Lease renewals of leader election are not cmsync's work; it runs without it here.
+		if strings.HasPrefix(e.UserAgent, "cmsync") && e.Received.After(from) && e.Received.Before(to) && e.ObjectRef.Resource != "leases" {
+			n++
+		}
+	})
 	return n
+}
+
+// isLimitWrite picks the plain client's writes of the LIMIT phases.
+func isLimitWrite(e auditEvent) bool {
+	return e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Name == "limit"
+}
+
+// isCmsyncReplicaWrite picks cmsync's writes to replicas (not its status patches of
+// the source).
+func isCmsyncReplicaWrite(e auditEvent) bool {
+	return strings.HasPrefix(e.UserAgent, "cmsync") && e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Namespace != "bench-src"
+}
+
+// breakdown splits each phase of a round by the audit log's timestamps of the writes
+// that pick chooses.
+func (b *bench) breakdown(w windows, pick func(auditEvent) bool) Breakdown {
+	type span struct {
+		first, last time.Time
+		writes      int
+		busy        time.Duration
+	}
+	spans := make([]span, 3)
+	phases := []window{w.create, w.update, w.delete}
+	b.auditedWrites(func(e auditEvent) {
+		if !pick(e) {
+			return
+		}
+		for i, p := range phases {
+			if e.Received.Before(p.start) || e.Received.After(p.end) {
+				continue
+			}
+			s := &spans[i]
+			if s.writes == 0 || e.Received.Before(s.first) {
+				s.first = e.Received
+			}
+			if e.Completed.After(s.last) {
+				s.last = e.Completed
+			}
+			s.writes++
+			s.busy += e.Completed.Sub(e.Received)
+		}
+	})
+	split := func(i int) Split {
+		s, p := spans[i], phases[i]
+		if s.writes == 0 {
+			return Split{CPU: p.cpu}
+		}
+		writing := s.last.Sub(s.first)
+		return Split{BeforeFirstWrite: s.first.Sub(p.start).Seconds(), Writing: writing.Seconds(),
+			AfterLastWrite: p.end.Sub(s.last).Seconds(), Writes: s.writes,
+			LatencyMillis: float64(s.busy.Milliseconds()) / float64(s.writes), InFlight: s.busy.Seconds() / max(writing.Seconds(), 1e-9),
+			CPU: p.cpu}
+	}
+	return Breakdown{Create: split(0), Update: split(1), Delete: split(2)}
 }
 
 type process struct {
@@ -494,6 +635,38 @@ func (b *bench) heapProfile(p *process, name string) {
 	must(err)
 }
 
+// cpuProfiles starts 3-second CPU profiles of cmsync and of kube-apiserver, when
+// profiling was asked for, and returns a function that waits for them to be saved.
+func (b *bench) cpuProfiles(ctx context.Context, p *process, name string) (wait func()) {
+	if b.c.profile == "" {
+		return func() {}
+	}
+	must(os.MkdirAll(b.c.profile, 0o755))
+	var wg sync.WaitGroup
+	save := func(file string, get func() ([]byte, error)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			data, err := get()
+			must(err)
+			must(os.WriteFile(filepath.Join(b.c.profile, file), data, 0o644))
+		}()
+	}
+	save(name+"-cmsync.cpu.pprof", func() ([]byte, error) {
+		resp, err := http.Get("http://" + p.metrics + "/debug/pprof/profile?seconds=3")
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		return io.ReadAll(resp.Body)
+	})
+	save(name+"-apiserver.cpu.pprof", func() ([]byte, error) {
+		return b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "3").DoRaw(ctx)
+	})
+	time.Sleep(50 * time.Millisecond) // let both profiles start before the phase does
+	return wg.Wait
+}
+
 func (p *process) memory() Memory {
 	return Memory{SteadyMiB: float64(statusKiB(p.cmd.Process.Pid, "VmRSS:")) / 1024, PeakMiB: float64(max(p.peakRSS.Load(), statusKiB(p.cmd.Process.Pid, "VmHWM:"))) / 1024}
 }
@@ -504,21 +677,42 @@ func (p *process) stop() {
 	_, _ = p.cmd.Process.Wait()
 }
 
-// cpuSeconds is the user and system CPU time the process has used (/proc/<pid>/stat,
-// in clock ticks of 1/100 s on Linux).
-func (p *process) cpuSeconds() float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+func (p *process) cpuSeconds() float64 { return cpuSeconds(p.cmd.Process.Pid) }
+
+// cpuSeconds is the user and system CPU time a process has used (/proc/<pid>/stat, in
+// clock ticks of 1/100 s on Linux).
+func cpuSeconds(pid int) float64 {
+	fields := statFields(pid)
 	if len(fields) < 13 {
 		return 0
 	}
 	utime, _ := strconv.ParseFloat(fields[11], 64)
 	stime, _ := strconv.ParseFloat(fields[12], 64)
 	return (utime + stime) / 100
+}
+
+// parentOf returns a process's command name and its parent's pid.
+func parentOf(pid int) (comm string, ppid int) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0
+	}
+	open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+	if fields := statFields(pid); len(fields) > 1 && open >= 0 && end > open {
+		ppid, _ = strconv.Atoi(fields[1])
+		return string(b[open+1 : end]), ppid
+	}
+	return "", 0
+}
+
+// statFields are the fields of /proc/<pid>/stat after the command name, which is in
+// parentheses and may hold spaces; fields[0] is the state.
+func statFields(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 }
 
 func statusKiB(pid int, field string) int64 {
@@ -542,6 +736,17 @@ func (b *bench) print() {
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "FAN-OUT (create N replicas)", r.Cmsync.Create, r.Limit.Create, r.Ratios["fanOut/limitCreate"])
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "UPDATE (N replicas follow)", r.Cmsync.Update, r.Limit.Update, r.Ratios["update/limitUpdate"])
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "CLEANUP (N replicas deleted)", r.Cmsync.Delete, r.Limit.Delete, r.Ratios["cleanup/limitDelete"])
+	fmt.Println("where the time went (medians; seconds before the first write, writing, after the last write):")
+	for _, ph := range []struct {
+		name string
+		get  func(Breakdown) Split
+	}{{"create", func(b Breakdown) Split { return b.Create }}, {"update", func(b Breakdown) Split { return b.Update }}, {"delete", func(b Breakdown) Split { return b.Delete }}} {
+		c, l := medianSplit(r.CmsyncBreakdown, ph.get), medianSplit(r.LimitBreakdown, ph.get)
+		fmt.Printf("  %-6s cmsync %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)   LIMIT %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)\n", ph.name,
+			c.BeforeFirstWrite, c.Writing, c.AfterLastWrite, c.Writes, c.LatencyMillis, c.InFlight,
+			l.BeforeFirstWrite, l.Writing, l.AfterLastWrite, l.Writes, l.LatencyMillis, l.InFlight)
+		fmt.Printf("  %-6s CPU seconds: cmsync phase %s   LIMIT phase %s\n", "", cpuList(c.CPU), cpuList(l.CPU))
+	}
 	fmt.Printf("%-34s %10d\n", fmt.Sprintf("IDLE writes in %.0fs", r.IdleSeconds), r.IdleWrites)
 	fmt.Printf("%-34s %9.2fs, %d writes\n", "RESTART in sync: ready", r.Restart.ReadySeconds, r.Restart.Writes)
 	for k, m := range r.Memory {
@@ -589,10 +794,48 @@ func parallel(workers, n int, fn func(i int) error) error {
 	return nil
 }
 
-func timed(fn func() error) float64 {
+// window is when a timed phase started and when its clock stopped, and the CPU
+// seconds each process of the bench used in between.
+type window struct {
+	start, end time.Time
+	cpu        map[string]float64
+}
+
+func (w window) seconds() float64 { return w.end.Sub(w.start).Seconds() }
+
+// windows are the create, update and delete phases of one round.
+type windows struct{ create, update, delete window }
+
+func (w windows) phases() Phases {
+	return Phases{Create: w.create.seconds(), Update: w.update.seconds(), Delete: w.delete.seconds()}
+}
+
+func (b *bench) timed(fn func() error) window {
+	before := processCPU()
 	start := time.Now()
 	must(fn())
-	return time.Since(start).Seconds()
+	w := window{start: start, end: time.Now(), cpu: processCPU()}
+	for name, seconds := range w.cpu {
+		w.cpu[name] = seconds - before[name]
+	}
+	return w
+}
+
+// processCPU is the CPU time used so far by the bench and by each of its child
+// processes (kube-apiserver, etcd, cmsync), by command name.
+func processCPU() map[string]float64 {
+	cpu := map[string]float64{"bench": cpuSeconds(os.Getpid())}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if comm, ppid := parentOf(pid); ppid == os.Getpid() {
+			cpu[comm] += cpuSeconds(pid)
+		}
+	}
+	return cpu
 }
 
 func freePort() string {
