@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -77,19 +76,14 @@ func parseFlags() options {
 	return o
 }
 
-// gcPercent is cmsync's garbage-collector target when GOGC is not set. Its heap is
-// mostly the caches, which live long; garbage comes in bursts from passes. A lower
-// target than Go's 100 keeps the resident size close to the live heap for little CPU
-// (make bench: at 100,000 replicas, see the README's Performance section).
-const gcPercent = 25
-
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
 	o := parseFlags()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
-	if err := run(ctrl.SetupSignalHandler(), o); err != nil {
+	ctx := ctrl.SetupSignalHandler()
+	if os.Getenv("GOGC") == "" {
+		go tuneGC(ctx)
+	}
+	if err := run(ctx, o); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "cmsync stopped")
 		os.Exit(1)
 	}
@@ -129,6 +123,10 @@ func newManager(ctx context.Context, o options) (ctrl.Manager, error) {
 	}
 	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	cfg.UserAgent = "cmsync"
+	// Ask for uncompressed responses, as kube-controller-manager and kube-scheduler do:
+	// a controller next to the API server gains nothing from gzip, and the API server
+	// would otherwise compress every event of cmsync's watches (make bench).
+	cfg.DisableCompression = true
 	if err := waitForAPIServer(ctx, cfg); err != nil {
 		return nil, err
 	}

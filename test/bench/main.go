@@ -30,6 +30,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -42,7 +43,7 @@ import (
 type config struct {
 	namespaces, unrelated, sources, workers, rounds int
 	idle                                            time.Duration
-	binary, out, profile, cmsyncArgs                string
+	binary, out, profile, cmsyncArgs, cmsyncEnv     string
 }
 
 // Result is one run's figures; durations in seconds, memory in MiB.
@@ -92,6 +93,9 @@ type Split struct {
 	InFlight      float64 `json:"inFlight"`
 	// CPU is the CPU seconds each process used during the phase.
 	CPU map[string]float64 `json:"cpuSeconds"`
+	// Requests counts the API server's requests during the phase, by verb and
+	// resource, from everyone (the bench's reads of /metrics included).
+	Requests map[string]int `json:"requests"`
 }
 
 // Phases are the seconds of the create, update and delete phases.
@@ -131,6 +135,7 @@ func main() {
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
 	flag.StringVar(&c.binary, "cmsync", "bin/cmsync", "the cmsync binary")
 	flag.StringVar(&c.cmsyncArgs, "cmsync-args", "", "extra flags for cmsync, space-separated (the defaults are measured without)")
+	flag.StringVar(&c.cmsyncEnv, "cmsync-env", "", "extra environment for cmsync, space-separated NAME=value (e.g. GOGC=100)")
 	flag.StringVar(&c.out, "out", "bench/results", "directory of the JSON results")
 	flag.StringVar(&c.profile, "profile", "", "directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's fan-out and update")
 	flag.Parse()
@@ -162,7 +167,17 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{c: c, cs: cs, kubeconfig: kubeconfig, audit: audit, work: work,
+	// The bench's watch of replicas reads protobuf, uncompressed, as cmsync's own watch
+	// does, so the API server encodes each replica event once for both and the measuring
+	// instrument adds as little work as it can. The plain client of LIMIT stays a default client.
+	watchCfg := rest.CopyConfig(cfg)
+	watchCfg.ContentType = kruntime.ContentTypeProtobuf
+	watchCfg.DisableCompression = true
+	watchCS, err := kubernetes.NewForConfig(watchCfg)
+	if err != nil {
+		return err
+	}
+	b := &bench{c: c, cs: cs, watchCS: watchCS, kubeconfig: kubeconfig, audit: audit, work: work,
 		res: Result{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces, Unrelated: c.unrelated,
 			Sources: c.sources, Memory: map[string]Memory{}, Ratios: map[string]float64{}}}
 	return b.run()
@@ -170,7 +185,7 @@ func run(c config) error {
 
 type bench struct {
 	c                       config
-	cs                      *kubernetes.Clientset
+	cs, watchCS             *kubernetes.Clientset
 	kubeconfig, audit, work string
 	res                     Result
 	targets                 []string
@@ -213,7 +228,9 @@ func (b *bench) run() error {
 	proc = b.startCmsync()
 	for r := range b.c.rounds {
 		step("round %d of %d: LIMIT (a plain client, %d workers, no client-side throttle), then cmsync's FAN-OUT, UPDATE, CLEANUP", r+1, b.c.rounds, b.c.workers)
-		limit := b.limit(ctx, payload)
+		limit := b.limit(ctx, payload, func(phase string) func() {
+			return b.cpuProfiles(ctx, proc, fmt.Sprintf("limit-%s-r%02d", phase, r))
+		})
 		b.res.LimitRounds = append(b.res.LimitRounds, limit.phases())
 		b.res.LimitBreakdown = append(b.res.LimitBreakdown, b.breakdown(limit, isLimitWrite))
 		name := fmt.Sprintf("app-r%02d", r)
@@ -329,17 +346,20 @@ func medianSplit(rounds []Breakdown, get func(Breakdown) Split) Split {
 
 // limit times a plain client creating, updating and deleting one 1 KiB ConfigMap in
 // each namespace.
-func (b *bench) limit(ctx context.Context, payload string) windows {
+func (b *bench) limit(ctx context.Context, payload string, profile func(phase string) (wait func())) windows {
 	var p windows
 	cms := func(i int) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "limit", Namespace: b.targets[i]}, Data: map[string]string{"v": payload}}
 	}
+	wait := profile("create")
 	p.create = b.timed(func() error {
 		return parallel(b.c.workers, len(b.targets), func(i int) error {
 			_, err := b.cs.CoreV1().ConfigMaps(b.targets[i]).Create(ctx, cms(i), metav1.CreateOptions{})
 			return err
 		})
 	})
+	wait()
+	wait = profile("update")
 	p.update = b.timed(func() error {
 		return parallel(b.c.workers, len(b.targets), func(i int) error {
 			cm := cms(i)
@@ -348,6 +368,7 @@ func (b *bench) limit(ctx context.Context, payload string) windows {
 			return err
 		})
 	})
+	wait()
 	p.delete = b.timed(func() error {
 		return parallel(b.c.workers, len(b.targets), func(i int) error {
 			return b.cs.CoreV1().ConfigMaps(b.targets[i]).Delete(ctx, "limit", metav1.DeleteOptions{})
@@ -366,7 +387,7 @@ type replicaWatch struct {
 
 func (b *bench) watchReplicas(want string) *replicaWatch {
 	w := &replicaWatch{matches: map[types.NamespacedName]bool{}, want: want, stop: make(chan struct{})}
-	factory := informers.NewSharedInformerFactoryWithOptions(b.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	factory := informers.NewSharedInformerFactoryWithOptions(b.watchCS, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = "app.kubernetes.io/managed-by=cmsync"
 	}))
 	inf := factory.Core().V1().ConfigMaps().Informer()
@@ -561,13 +582,13 @@ func (b *bench) breakdown(w windows, pick func(auditEvent) bool) Breakdown {
 	split := func(i int) Split {
 		s, p := spans[i], phases[i]
 		if s.writes == 0 {
-			return Split{CPU: p.cpu}
+			return Split{CPU: p.cpu, Requests: p.requests}
 		}
 		writing := s.last.Sub(s.first)
 		return Split{BeforeFirstWrite: s.first.Sub(p.start).Seconds(), Writing: writing.Seconds(),
 			AfterLastWrite: p.end.Sub(s.last).Seconds(), Writes: s.writes,
 			LatencyMillis: float64(s.busy.Milliseconds()) / float64(s.writes), InFlight: s.busy.Seconds() / max(writing.Seconds(), 1e-9),
-			CPU: p.cpu}
+			CPU: p.cpu, Requests: p.requests}
 	}
 	return Breakdown{Create: split(0), Update: split(1), Delete: split(2)}
 }
@@ -588,6 +609,7 @@ func (b *bench) startCmsync() *process {
 	}
 	args = append(args, strings.Fields(b.c.cmsyncArgs)...)
 	cmd := exec.Command(b.c.binary, args...)
+	cmd.Env = append(os.Environ(), strings.Fields(b.c.cmsyncEnv)...)
 	logFile, err := os.Create(filepath.Join(b.work, fmt.Sprintf("cmsync-%d.log", time.Now().UnixNano())))
 	must(err)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -689,6 +711,22 @@ func cpuSeconds(pid int) float64 {
 	utime, _ := strconv.ParseFloat(fields[11], 64)
 	stime, _ := strconv.ParseFloat(fields[12], 64)
 	return (utime + stime) / 100
+}
+
+// stolenSeconds is the CPU time the hypervisor gave to others while this machine's
+// CPUs wanted to run (/proc/stat's steal column, summed over CPUs): phases hit by it
+// are slower for reasons outside the bench.
+func stolenSeconds() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+	if len(fields) < 9 {
+		return 0
+	}
+	steal, _ := strconv.ParseFloat(fields[8], 64)
+	return steal / 100
 }
 
 // parentOf returns a process's command name and its parent's pid.
@@ -799,6 +837,7 @@ func parallel(workers, n int, fn func(i int) error) error {
 type window struct {
 	start, end time.Time
 	cpu        map[string]float64
+	requests   map[string]int
 }
 
 func (w window) seconds() float64 { return w.end.Sub(w.start).Seconds() }
@@ -811,20 +850,52 @@ func (w windows) phases() Phases {
 }
 
 func (b *bench) timed(fn func() error) window {
-	before := processCPU()
+	before, requestsBefore := processCPU(), b.apiRequests()
 	start := time.Now()
 	must(fn())
-	w := window{start: start, end: time.Now(), cpu: processCPU()}
+	w := window{start: start, end: time.Now(), cpu: processCPU(), requests: b.apiRequests()}
 	for name, seconds := range w.cpu {
 		w.cpu[name] = seconds - before[name]
+	}
+	for name, n := range w.requests {
+		if w.requests[name] = n - requestsBefore[name]; w.requests[name] == 0 {
+			delete(w.requests, name)
+		}
 	}
 	return w
 }
 
+// apiRequests reads the API server's request counters (apiserver_request_total),
+// summed by verb and resource.
+func (b *bench) apiRequests() map[string]int {
+	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	must(err)
+	counts := map[string]int{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels, value, _ := strings.Cut(line[len("apiserver_request_total{"):], "} ")
+		var verb, resource string
+		for _, kv := range strings.Split(labels, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "verb":
+				verb = strings.Trim(v, `"`)
+			case "resource":
+				resource = strings.Trim(v, `"`)
+			}
+		}
+		n, _ := strconv.ParseFloat(value, 64)
+		counts[verb+" "+resource] += int(n)
+	}
+	return counts
+}
+
 // processCPU is the CPU time used so far by the bench and by each of its child
-// processes (kube-apiserver, etcd, cmsync), by command name.
+// processes (kube-apiserver, etcd, cmsync), by command name, and the time stolen.
 func processCPU() map[string]float64 {
-	cpu := map[string]float64{"bench": cpuSeconds(os.Getpid())}
+	cpu := map[string]float64{"bench": cpuSeconds(os.Getpid()), "(stolen)": stolenSeconds()}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
