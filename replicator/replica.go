@@ -253,3 +253,39 @@ func appendFieldKeys(keys []string, fields map[string]json.RawMessage) []string 
 	}
 	return keys
 }
+
+// ReplacementReplica is the whole replica an update writes over actual, the replica it
+// was compared with: actual's metadata, with the labels and annotations others added to
+// it, plus the desired labels and annotations, minus the stale ones; the desired
+// content; and actual's resourceVersion, so the write fails rather than overwrite a
+// change it has not seen. Its managedFields are left empty, which makes the API server
+// keep the recorded ones. It never modifies desired or actual (cached objects share
+// their maps).
+func ReplacementReplica(desired, actual *corev1.ConfigMap, diff ReplicaDiff) *corev1.ConfigMap {
+	meta := actual.ObjectMeta.DeepCopy()
+	meta.ManagedFields = nil
+	meta.Labels = mergedMetadata(actual.Labels, desired.Labels, diff.StaleLabels)
+	meta.Annotations = mergedMetadata(actual.Annotations, desired.Annotations, diff.StaleAnnotations)
+	// What the replica cache adds for itself is not the replica's.
+	delete(meta.Annotations, v1alpha1.CacheDigestedAnnotation)
+	delete(meta.Annotations, v1alpha1.CacheOwnedKeysAnnotation)
+	replica := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: *meta,
+		Data:       desired.Data,
+		BinaryData: desired.BinaryData,
+		Immutable:  desired.Immutable,
+	}
+	return replica
+}
+
+// mergedMetadata is have with want's entries set and the stale keys removed, in a new map.
+func mergedMetadata(have, want map[string]string, stale []string) map[string]string {
+	out := make(map[string]string, len(have)+len(want))
+	maps.Copy(out, have)
+	maps.Copy(out, want)
+	for _, k := range stale {
+		delete(out, k)
+	}
+	return out
+}

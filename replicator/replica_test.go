@@ -262,3 +262,54 @@ func TestDiffReplicaAgainstCompactOwnership(t *testing.T) {
 		t.Errorf("stale labels from the compact form %v, from managedFields %v", compact.StaleLabels, full.StaleLabels)
 	}
 }
+
+func TestReplacementReplicaKeepsWhatIsNotCmsyncs(t *testing.T) {
+	owner := AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "settings"})
+	desired := DesiredReplica(sampleSource(), "team-a", nil, owner)
+	actual := desired.DeepCopy()
+	actual.UID, actual.ResourceVersion = "r1", "42"
+	actual.Finalizers = []string{"example.com/hold"}
+	actual.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "someone"}}
+	actual.Labels["added-by-user"] = "yes"
+	actual.Labels["old-cmsync-label"] = "x"
+	actual.Annotations["note"] = "outdated"
+	actual.Annotations[v1alpha1.CacheDigestedAnnotation] = "true"
+	actual.Annotations[v1alpha1.CacheOwnedKeysAnnotation] = "l:old-cmsync-label"
+	actual.Data = map[string]string{"k": "old", "added-key": "z"}
+	before := actual.DeepCopy()
+	diff := DiffReplica(desired, actual)
+
+	got := ReplacementReplica(desired, actual, diff)
+
+	if got.ResourceVersion != "42" || got.UID != "r1" || !slices.Equal(got.Finalizers, []string{"example.com/hold"}) {
+		t.Errorf("identity and finalizers: got uid %q rv %q finalizers %v", got.UID, got.ResourceVersion, got.Finalizers)
+	}
+	if got.ManagedFields != nil {
+		t.Errorf("managedFields must be left to the API server, got %v", got.ManagedFields)
+	}
+	if got.Labels["added-by-user"] != "yes" {
+		t.Errorf("a label someone else added was dropped: %v", got.Labels)
+	}
+	if _, ok := got.Labels["old-cmsync-label"]; ok {
+		t.Errorf("a stale label cmsync owns was kept: %v", got.Labels)
+	}
+	for k, v := range desired.Labels {
+		if got.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, got.Labels[k], v)
+		}
+	}
+	if got.Annotations["note"] != "n" {
+		t.Errorf("annotation note = %q, want the source's value", got.Annotations["note"])
+	}
+	for _, k := range []string{v1alpha1.CacheDigestedAnnotation, v1alpha1.CacheOwnedKeysAnnotation} {
+		if _, ok := got.Annotations[k]; ok {
+			t.Errorf("the cache's own annotation %s would be written", k)
+		}
+	}
+	if !reflect.DeepEqual(got.Data, desired.Data) || !reflect.DeepEqual(got.BinaryData, desired.BinaryData) || !isImmutable(got) {
+		t.Errorf("content: got %v %v immutable %v, want the desired", got.Data, got.BinaryData, isImmutable(got))
+	}
+	if !reflect.DeepEqual(actual, before) {
+		t.Error("ReplacementReplica modified the cached replica")
+	}
+}

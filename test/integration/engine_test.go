@@ -1,0 +1,88 @@
+package integration
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator"
+)
+
+// The engine's update is a whole-object write conditional on the resourceVersion it
+// compared, falling back to a merge patch when the replica changed in between. Both
+// must bring cmsync's keys in line and keep what others added.
+func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
+	ctx := context.Background()
+	srcNS, target := newNamespace(t, "eng-src", nil), newNamespace(t, "eng-dst", nil)
+	source := &corev1.ConfigMap{}
+	source.Namespace, source.Name = srcNS, "settings"
+	source.Labels = map[string]string{v1alpha1.ReplicateLabel: "true", "tier": "one"}
+	source.Data = map[string]string{"k": "v1"}
+	owner := replicator.AnnotationOwner(types.NamespacedName{Namespace: srcNS, Name: "settings"})
+	desired := func(string) *corev1.ConfigMap { return replicator.DesiredReplica(source, target, nil, owner) }
+	engine := &replicator.Engine{Client: k8s, APIReader: k8s, Workers: 1}
+	sync := func(existing *corev1.ConfigMap) replicator.Outcome {
+		t.Helper()
+		results := engine.SyncTargets(ctx, owner, []string{target}, desired, map[string]*corev1.ConfigMap{target: existing})
+		if results[0].Err != nil {
+			t.Fatalf("sync: %v", results[0].Err)
+		}
+		return results[0].Outcome
+	}
+	read := func() *corev1.ConfigMap {
+		t.Helper()
+		cm, err := getConfigMap(target, "settings")
+		must(t, err)
+		return cm
+	}
+
+	must(t, k8s.Create(ctx, desired(target), client.FieldOwner(v1alpha1.FieldManager)))
+	// Someone adds a label, an annotation and a finalizer to the replica.
+	update(t, read(), func(cm *corev1.ConfigMap) {
+		cm.Labels["added-by-user"] = "yes"
+		cm.Annotations = map[string]string{v1alpha1.SourceAnnotation: cm.Annotations[v1alpha1.SourceAnnotation], "user-note": "n"}
+		cm.Finalizers = []string{"example.com/hold"}
+	})
+	t.Cleanup(func() {
+		update(t, read(), func(cm *corev1.ConfigMap) { cm.Finalizers = nil })
+	})
+
+	check := func(path string, wantData string, wantTier bool) {
+		t.Helper()
+		cm := read()
+		if cm.Data["k"] != wantData || cm.Labels["added-by-user"] != "yes" || cm.Annotations["user-note"] != "n" ||
+			len(cm.Finalizers) != 1 || (cm.Labels["tier"] == "one") != wantTier {
+			t.Errorf("%s: replica data %v labels %v annotations %v finalizers %v", path, cm.Data, cm.Labels, cm.Annotations, cm.Finalizers)
+		}
+		for _, k := range []string{v1alpha1.CacheDigestedAnnotation, v1alpha1.CacheOwnedKeysAnnotation} {
+			if _, ok := cm.Annotations[k]; ok {
+				t.Errorf("%s: the replica carries %s", path, k)
+			}
+		}
+	}
+
+	// The whole-object update, from the replica as it is.
+	source.Data = map[string]string{"k": "v2"}
+	if got := sync(read()); got != replicator.Updated {
+		t.Fatalf("outcome %v, want Updated", got)
+	}
+	check("update", "v2", true)
+
+	// The fallback: the engine compares a copy the replica has moved on from (its
+	// resourceVersion is stale), so the whole-object update conflicts.
+	stale := read()
+	update(t, read(), func(cm *corev1.ConfigMap) { cm.Annotations["user-note-2"] = "m" })
+	source.Data = map[string]string{"k": "v3"}
+	delete(source.Labels, "tier") // cmsync's label, now stale
+	if got := sync(stale); got != replicator.Updated {
+		t.Fatalf("outcome %v, want Updated", got)
+	}
+	check("fallback", "v3", false)
+	if read().Annotations["user-note-2"] != "m" {
+		t.Error("fallback: the edit made after the compared copy was lost")
+	}
+}
