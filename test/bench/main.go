@@ -8,6 +8,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -30,12 +31,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	"github.com/cmsync/cmsync/test/controlplane"
 )
@@ -79,8 +76,9 @@ type Breakdown struct {
 // Split is where one phase's time went, from the API server's audit log: until the
 // first write to a target namespace was received (for cmsync: the source event reaching
 // it and its pass starting), from there to the last write's response, and from there
-// until the phase's clock stopped (for cmsync: the bench's watch seeing the last
-// replica). Writes counts the writes to target namespaces in the phase.
+// until the phase's clock stopped (LIMIT's stops when its last response arrives,
+// cmsync's at its last write's completion, so this is 0 for it). Writes counts the
+// writes to target namespaces in the phase.
 type Split struct {
 	BeforeFirstWrite float64 `json:"beforeFirstWriteSeconds"`
 	Writing          float64 `json:"writingSeconds"`
@@ -167,17 +165,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	// The bench's watch of replicas reads protobuf, uncompressed, as cmsync's own watch
-	// does, so the API server encodes each replica event once for both and the measuring
-	// instrument adds as little work as it can. The plain client of LIMIT stays a default client.
-	watchCfg := rest.CopyConfig(cfg)
-	watchCfg.ContentType = kruntime.ContentTypeProtobuf
-	watchCfg.DisableCompression = true
-	watchCS, err := kubernetes.NewForConfig(watchCfg)
-	if err != nil {
-		return err
-	}
-	b := &bench{c: c, cs: cs, watchCS: watchCS, kubeconfig: kubeconfig, audit: audit, work: work,
+	b := &bench{c: c, cs: cs, kubeconfig: kubeconfig, audit: audit, work: work,
 		res: Result{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces, Unrelated: c.unrelated,
 			Sources: c.sources, Memory: map[string]Memory{}, Ratios: map[string]float64{}}}
 	return b.run()
@@ -185,7 +173,7 @@ func run(c config) error {
 
 type bench struct {
 	c                       config
-	cs, watchCS             *kubernetes.Clientset
+	cs                      *kubernetes.Clientset
 	kubeconfig, audit, work string
 	res                     Result
 	targets                 []string
@@ -377,69 +365,6 @@ func (b *bench) limit(ctx context.Context, payload string, profile func(phase st
 	return p
 }
 
-// replicaWatch counts, from a watch, the replicas whose "v" equals want.
-type replicaWatch struct {
-	mu      sync.Mutex
-	matches map[types.NamespacedName]bool
-	want    string
-	stop    chan struct{}
-}
-
-func (b *bench) watchReplicas(want string) *replicaWatch {
-	w := &replicaWatch{matches: map[types.NamespacedName]bool{}, want: want, stop: make(chan struct{})}
-	factory := informers.NewSharedInformerFactoryWithOptions(b.watchCS, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = "app.kubernetes.io/managed-by=cmsync"
-	}))
-	inf := factory.Core().V1().ConfigMaps().Informer()
-	set := func(obj any) {
-		if cm, ok := obj.(*corev1.ConfigMap); ok {
-			w.mu.Lock()
-			w.matches[types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}] = cm.Data["v"] == w.want
-			w.mu.Unlock()
-		}
-	}
-	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: set, UpdateFunc: func(_, o any) { set(o) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if cm, ok := obj.(*corev1.ConfigMap); ok {
-				w.mu.Lock()
-				delete(w.matches, types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name})
-				w.mu.Unlock()
-			}
-		},
-	})
-	factory.Start(w.stop)
-	factory.WaitForCacheSync(w.stop)
-	return w
-}
-
-// count returns how many watched replicas named prefix* match, and how many exist.
-func (w *replicaWatch) count(prefix string) (matching, total int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for k, ok := range w.matches {
-		if strings.HasPrefix(k.Name, prefix) {
-			total++
-			if ok {
-				matching++
-			}
-		}
-	}
-	return matching, total
-}
-
-func (w *replicaWatch) waitFor(prefix string, cond func(matching, total int) bool) {
-	for {
-		if cond(w.count(prefix)) {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func (b *bench) source(name string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "bench-src", Name: name,
 		Labels:      map[string]string{"cmsync.io/replicate": "true"},
@@ -447,45 +372,139 @@ func (b *bench) source(name string) *corev1.ConfigMap {
 		Data: map[string]string{"v": "1", "payload": strings.Repeat("y", 1000)}}
 }
 
-// fanOut creates count sources named prefix-i and times until every replica exists with
-// the right content.
+// fanOut creates count sources named prefix-i and times until cmsync has written every
+// replica (the API server's audit log says when each write completed), then checks
+// that every replica exists with the right content.
 func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
-	w := b.watchReplicas("1")
-	defer close(w.stop)
-	want := count * len(b.targets)
-	return b.timed(func() error {
-		err := parallel(b.c.workers, count, func(i int) error {
+	tail := b.tailAudit()
+	defer tail.close()
+	w := b.timedUntil(tail, prefix, count*len(b.targets), "create", "update", "patch")(func() error {
+		return parallel(b.c.workers, count, func(i int) error {
 			_, err := b.cs.CoreV1().ConfigMaps("bench-src").Create(ctx, b.source(fmt.Sprintf("%s-%03d", prefix, i)), metav1.CreateOptions{})
 			return err
 		})
-		w.waitFor(prefix, func(m, _ int) bool { return m == want })
-		return err
 	})
+	b.checkReplicas(ctx, prefix, count*len(b.targets), "1")
+	return w
 }
 
+// update changes the first source named prefix and times until cmsync has rewritten
+// every replica, then checks them.
 func (b *bench) update(ctx context.Context, prefix string) window {
-	w := b.watchReplicas("2")
-	defer close(w.stop)
-	return b.timed(func() error {
+	tail := b.tailAudit()
+	defer tail.close()
+	w := b.timedUntil(tail, prefix, len(b.targets), "update", "patch")(func() error {
 		src := b.source(prefix + "-000")
 		src.Data["v"] = "2"
 		_, err := b.cs.CoreV1().ConfigMaps("bench-src").Update(ctx, src, metav1.UpdateOptions{})
-		w.waitFor(prefix, func(m, _ int) bool { return m == len(b.targets) })
 		return err
 	})
+	b.checkReplicas(ctx, prefix, len(b.targets), "2")
+	return w
 }
 
+// cleanup deletes count sources named prefix-i and times until cmsync has deleted every
+// replica, then checks that none is left.
 func (b *bench) cleanup(ctx context.Context, prefix string, count int) window {
-	w := b.watchReplicas("")
-	defer close(w.stop)
-	return b.timed(func() error {
-		err := parallel(b.c.workers, count, func(i int) error {
+	tail := b.tailAudit()
+	defer tail.close()
+	w := b.timedUntil(tail, prefix, count*len(b.targets), "delete")(func() error {
+		return parallel(b.c.workers, count, func(i int) error {
 			return b.cs.CoreV1().ConfigMaps("bench-src").Delete(ctx, fmt.Sprintf("%s-%03d", prefix, i), metav1.DeleteOptions{})
 		})
-		w.waitFor(prefix, func(_, total int) bool { return total == 0 })
-		return err
 	})
+	b.checkReplicas(ctx, prefix, 0, "")
+	return w
 }
+
+// timedUntil returns a timer of fn whose clock stops when the audit log shows that
+// cmsync's successful writes of the given verbs reached want distinct replicas named
+// prefix*: at the API server's completion of the last one, as LIMIT's clock stops at
+// its last response. No watch of the bench's own adds work to the API server while
+// cmsync writes; checkReplicas then reads the result once.
+func (b *bench) timedUntil(tail *auditTail, prefix string, want int, verbs ...string) func(fn func() error) window {
+	return func(fn func() error) window {
+		w := b.timed(func() error {
+			if err := fn(); err != nil {
+				return err
+			}
+			written := map[string]bool{}
+			deadline := time.Now().Add(30 * time.Minute)
+			for len(written) < want {
+				tail.read(func(e auditEvent) {
+					if isCmsyncReplicaWrite(e) && strings.HasPrefix(e.ObjectRef.Name, prefix) && slices.Contains(verbs, e.Verb) &&
+						e.ResponseStatus.Code < 300 && !written[e.ObjectRef.Namespace+"/"+e.ObjectRef.Name] {
+						written[e.ObjectRef.Namespace+"/"+e.ObjectRef.Name] = true
+						if e.Completed.After(tail.last) {
+							tail.last = e.Completed
+						}
+					}
+				})
+				if time.Now().After(deadline) {
+					return fmt.Errorf("cmsync wrote %d of %d replicas of %s in 30 minutes", len(written), want, prefix)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			return nil
+		})
+		w.end = tail.last
+		return w
+	}
+}
+
+// checkReplicas fails the bench unless exactly want replicas named prefix* exist, each
+// with "v" equal to value.
+func (b *bench) checkReplicas(ctx context.Context, prefix string, want int, value string) {
+	list, err := b.cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=cmsync"})
+	must(err)
+	found, right := 0, 0
+	for _, cm := range list.Items {
+		if strings.HasPrefix(cm.Name, prefix) {
+			found++
+			if cm.Data["v"] == value {
+				right++
+			}
+		}
+	}
+	if found != want || right != want {
+		must(fmt.Errorf("after cmsync's last write: %d replicas of %s, %d with v=%q; want %d", found, prefix, right, value, want))
+	}
+}
+
+// auditTail follows the audit log from where it ended when the tail began.
+type auditTail struct {
+	f       *os.File
+	r       *bufio.Reader
+	partial []byte
+	last    time.Time // completion of the last write the tail's reader counted
+}
+
+func (b *bench) tailAudit() *auditTail {
+	f, err := os.Open(b.audit)
+	must(err)
+	_, err = f.Seek(0, io.SeekEnd)
+	must(err)
+	return &auditTail{f: f, r: bufio.NewReaderSize(f, 1<<20)}
+}
+
+// read calls fn with every completed request logged since the last read; a line still
+// being written is kept for the next.
+func (t *auditTail) read(fn func(e auditEvent)) {
+	for {
+		line, err := t.r.ReadBytes('\n')
+		t.partial = append(t.partial, line...)
+		if err != nil {
+			return // io.EOF: the rest of the line is not written yet
+		}
+		var e auditEvent
+		if bytes.Contains(t.partial, []byte(`"userAgent":"cmsync`)) && json.Unmarshal(t.partial, &e) == nil && e.Stage == "ResponseComplete" {
+			fn(e)
+		}
+		t.partial = t.partial[:0]
+	}
+}
+
+func (t *auditTail) close() { t.f.Close() }
 
 // restart starts cmsync with everything in sync and reports time to ready and the
 // writes it made in the 20 s after.
@@ -504,6 +523,10 @@ type auditEvent struct {
 	Stage     string    `json:"stage"`
 	Received  time.Time `json:"requestReceivedTimestamp"`
 	Completed time.Time `json:"stageTimestamp"`
+	// ResponseStatus is the HTTP status of the response.
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 	ObjectRef struct {
 		Resource  string `json:"resource"`
 		Namespace string `json:"namespace"`
