@@ -83,7 +83,10 @@ func StartWith(o Options) (*Env, error) {
 		env.ControlPlane.GetAPIServer().Configure().
 			Set("audit-log-path", o.AuditLog).
 			Set("audit-policy-file", policy).
-			Set("audit-log-mode", "blocking")
+			Set("audit-log-mode", "blocking").
+			// Never rotate: readers follow one file (the bench's 100,000 writes fill the
+			// default 100 MB).
+			Set("audit-log-maxsize", "1000000")
 	}
 	cfg, err := env.Start()
 	if err != nil {
