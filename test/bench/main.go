@@ -129,7 +129,7 @@ func main() {
 	flag.IntVar(&c.unrelated, "u", 20000, "unrelated 1 KiB ConfigMaps")
 	flag.IntVar(&c.sources, "s", 100, "sources of the SCALE phase, each to all namespaces (0 skips it)")
 	flag.IntVar(&c.workers, "workers", 16, "workers of the plain client")
-	flag.IntVar(&c.rounds, "rounds", 5, "rounds of LIMIT and of cmsync's FAN-OUT, UPDATE and CLEANUP; the figures are medians")
+	flag.IntVar(&c.rounds, "rounds", 9, "rounds of LIMIT and of cmsync's FAN-OUT, UPDATE and CLEANUP; the figures are medians")
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
 	flag.StringVar(&c.binary, "cmsync", "bin/cmsync", "the cmsync binary")
 	flag.StringVar(&c.cmsyncArgs, "cmsync-args", "", "extra flags for cmsync, space-separated (the defaults are measured without)")
