@@ -66,7 +66,7 @@ func parseFlags() options {
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 500, "Client-side limit of API requests per second.")
-	flag.IntVar(&o.burst, "kube-api-burst", 1000, "Client-side burst of API requests.")
+	flag.IntVar(&o.burst, "kube-api-burst", 2000, "Client-side burst of API requests.")
 	flag.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Sources reconciled in parallel.")
 	flag.DurationVar(&o.conflictRecheck, "conflict-recheck-interval", 30*time.Second,
 		"How soon a source whose replica is blocked by a ConfigMap cmsync does not own looks again.")
