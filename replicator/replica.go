@@ -269,14 +269,13 @@ func ReplacementReplica(desired, actual *corev1.ConfigMap, diff ReplicaDiff) *co
 	// What the replica cache adds for itself is not the replica's.
 	delete(meta.Annotations, v1alpha1.CacheDigestedAnnotation)
 	delete(meta.Annotations, v1alpha1.CacheOwnedKeysAnnotation)
-	replica := &corev1.ConfigMap{
+	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: *meta,
 		Data:       desired.Data,
 		BinaryData: desired.BinaryData,
 		Immutable:  desired.Immutable,
 	}
-	return replica
 }
 
 // mergedMetadata is have with want's entries set and the stale keys removed, in a new map.

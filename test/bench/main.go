@@ -279,14 +279,7 @@ func (b *bench) run() error {
 
 // medians are the per-phase medians of rounds.
 func medians(rounds []Phases) Phases {
-	median := func(get func(Phases) float64) float64 {
-		v := make([]float64, len(rounds))
-		for i, r := range rounds {
-			v[i] = get(r)
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
-	}
+	median := func(get func(Phases) float64) float64 { return medianOf(rounds, get) }
 	return Phases{
 		Create: median(func(p Phases) float64 { return p.Create }),
 		Update: median(func(p Phases) float64 { return p.Update }),
@@ -302,18 +295,23 @@ func cpuList(cpu map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
+// medianOf is the median of value over rounds.
+func medianOf[R any](rounds []R, value func(R) float64) float64 {
+	v := make([]float64, len(rounds))
+	for i, r := range rounds {
+		v[i] = value(r)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
 // medianSplit is the field-by-field median of one phase's splits.
 func medianSplit(rounds []Breakdown, get func(Breakdown) Split) Split {
 	if len(rounds) == 0 {
 		return Split{}
 	}
 	median := func(field func(Split) float64) float64 {
-		v := make([]float64, len(rounds))
-		for i, r := range rounds {
-			v[i] = field(get(r))
-		}
-		slices.Sort(v)
-		return v[len(v)/2]
+		return medianOf(rounds, func(b Breakdown) float64 { return field(get(b)) })
 	}
 	cpu := map[string]float64{}
 	for _, r := range rounds {
