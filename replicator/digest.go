@@ -42,6 +42,13 @@ func compactOwnership(cm *corev1.ConfigMap) {
 	cm.ManagedFields = nil
 }
 
+// dropCacheMarks removes from annotations the marks compactOwnership and digestValues
+// add to cached replicas: they never belong on a replica written to the API server.
+func dropCacheMarks(annotations map[string]string) {
+	delete(annotations, v1alpha1.CacheDigestedAnnotation)
+	delete(annotations, v1alpha1.CacheOwnedKeysAnnotation)
+}
+
 func isOwnershipCompacted(cm *corev1.ConfigMap) bool {
 	_, done := cm.Annotations[v1alpha1.CacheOwnedKeysAnnotation]
 	return done

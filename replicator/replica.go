@@ -266,9 +266,7 @@ func ReplacementReplica(desired, actual *corev1.ConfigMap, diff ReplicaDiff) *co
 	meta.ManagedFields = nil
 	meta.Labels = mergedMetadata(actual.Labels, desired.Labels, diff.StaleLabels)
 	meta.Annotations = mergedMetadata(actual.Annotations, desired.Annotations, diff.StaleAnnotations)
-	// What the replica cache adds for itself is not the replica's.
-	delete(meta.Annotations, v1alpha1.CacheDigestedAnnotation)
-	delete(meta.Annotations, v1alpha1.CacheOwnedKeysAnnotation)
+	dropCacheMarks(meta.Annotations)
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: *meta,

@@ -374,9 +374,7 @@ func (b *bench) source(name string) *corev1.ConfigMap {
 // replica (the API server's audit log says when each write completed), then checks
 // that every replica exists with the right content.
 func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
-	tail := b.tailAudit()
-	defer tail.close()
-	w := b.timedUntil(tail, prefix, count*len(b.targets), "create", "update", "patch")(func() error {
+	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{"create", "update", "patch"}, func() error {
 		return parallel(b.c.workers, count, func(i int) error {
 			_, err := b.cs.CoreV1().ConfigMaps("bench-src").Create(ctx, b.source(fmt.Sprintf("%s-%03d", prefix, i)), metav1.CreateOptions{})
 			return err
@@ -389,9 +387,7 @@ func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
 // update changes the first source named prefix and times until cmsync has rewritten
 // every replica, then checks them.
 func (b *bench) update(ctx context.Context, prefix string) window {
-	tail := b.tailAudit()
-	defer tail.close()
-	w := b.timedUntil(tail, prefix, len(b.targets), "update", "patch")(func() error {
+	w := b.timedUntilWritten(prefix, len(b.targets), []string{"update", "patch"}, func() error {
 		src := b.source(prefix + "-000")
 		src.Data["v"] = "2"
 		_, err := b.cs.CoreV1().ConfigMaps("bench-src").Update(ctx, src, metav1.UpdateOptions{})
@@ -404,9 +400,7 @@ func (b *bench) update(ctx context.Context, prefix string) window {
 // cleanup deletes count sources named prefix-i and times until cmsync has deleted every
 // replica, then checks that none is left.
 func (b *bench) cleanup(ctx context.Context, prefix string, count int) window {
-	tail := b.tailAudit()
-	defer tail.close()
-	w := b.timedUntil(tail, prefix, count*len(b.targets), "delete")(func() error {
+	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{"delete"}, func() error {
 		return parallel(b.c.workers, count, func(i int) error {
 			return b.cs.CoreV1().ConfigMaps("bench-src").Delete(ctx, fmt.Sprintf("%s-%03d", prefix, i), metav1.DeleteOptions{})
 		})
@@ -415,39 +409,41 @@ func (b *bench) cleanup(ctx context.Context, prefix string, count int) window {
 	return w
 }
 
-// timedUntil returns a timer of fn whose clock stops when the audit log shows that
+// timedUntilWritten times fn and stops the clock when the audit log shows that
 // cmsync's successful writes of the given verbs reached want distinct replicas named
 // prefix*: at the API server's completion of the last one, as LIMIT's clock stops at
 // its last response. No watch of the bench's own adds work to the API server while
 // cmsync writes; checkReplicas then reads the result once.
-func (b *bench) timedUntil(tail *auditTail, prefix string, want int, verbs ...string) func(fn func() error) window {
-	return func(fn func() error) window {
-		w := b.timed(func() error {
-			if err := fn(); err != nil {
-				return err
-			}
-			written := map[string]bool{}
-			deadline := time.Now().Add(30 * time.Minute)
-			for len(written) < want {
-				tail.read(func(e auditEvent) {
-					if isCmsyncReplicaWrite(e) && strings.HasPrefix(e.ObjectRef.Name, prefix) && slices.Contains(verbs, e.Verb) &&
-						e.ResponseStatus.Code < 300 && !written[e.ObjectRef.Namespace+"/"+e.ObjectRef.Name] {
-						written[e.ObjectRef.Namespace+"/"+e.ObjectRef.Name] = true
-						if e.Completed.After(tail.last) {
-							tail.last = e.Completed
-						}
+func (b *bench) timedUntilWritten(prefix string, want int, verbs []string, fn func() error) window {
+	tail := b.openAudit(true, []byte(`"userAgent":"cmsync`))
+	defer tail.close()
+	var last time.Time
+	w := b.timed(func() error {
+		if err := fn(); err != nil {
+			return err
+		}
+		written := map[string]bool{}
+		deadline := time.Now().Add(30 * time.Minute)
+		for len(written) < want {
+			tail.read(func(e auditEvent) {
+				key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+				if isCmsyncReplicaWrite(e) && strings.HasPrefix(e.ObjectRef.Name, prefix) && slices.Contains(verbs, e.Verb) &&
+					e.ResponseStatus.Code < 300 && !written[key] {
+					written[key] = true
+					if e.Completed.After(last) {
+						last = e.Completed
 					}
-				})
-				if time.Now().After(deadline) {
-					return fmt.Errorf("cmsync wrote %d of %d replicas of %s in 30 minutes", len(written), want, prefix)
 				}
-				time.Sleep(5 * time.Millisecond)
+			})
+			if time.Now().After(deadline) {
+				return fmt.Errorf("cmsync wrote %d of %d replicas of %s in 30 minutes", len(written), want, prefix)
 			}
-			return nil
-		})
-		w.end = tail.last
-		return w
-	}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return nil
+	})
+	w.end = last
+	return w
 }
 
 // checkReplicas fails the bench unless exactly want replicas named prefix* exist, each
@@ -469,24 +465,27 @@ func (b *bench) checkReplicas(ctx context.Context, prefix string, want int, valu
 	}
 }
 
-// auditTail follows the audit log from where it ended when the tail began.
+// auditTail reads the audit log's completed requests, from its start or from where it
+// ended when opened; a line still being written is kept for the next read. Lines
+// without match (when set) are skipped before they are parsed.
 type auditTail struct {
 	f       *os.File
 	r       *bufio.Reader
 	partial []byte
-	last    time.Time // completion of the last write the tail's reader counted
+	match   []byte
 }
 
-func (b *bench) tailAudit() *auditTail {
+func (b *bench) openAudit(fromEnd bool, match []byte) *auditTail {
 	f, err := os.Open(b.audit)
 	must(err)
-	_, err = f.Seek(0, io.SeekEnd)
-	must(err)
-	return &auditTail{f: f, r: bufio.NewReaderSize(f, 1<<20)}
+	if fromEnd {
+		_, err = f.Seek(0, io.SeekEnd)
+		must(err)
+	}
+	return &auditTail{f: f, r: bufio.NewReaderSize(f, 1<<20), match: match}
 }
 
-// read calls fn with every completed request logged since the last read; a line still
-// being written is kept for the next.
+// read calls fn with every completed request logged since the last read.
 func (t *auditTail) read(fn func(e auditEvent)) {
 	for {
 		line, err := t.r.ReadBytes('\n')
@@ -495,7 +494,7 @@ func (t *auditTail) read(fn func(e auditEvent)) {
 			return // io.EOF: the rest of the line is not written yet
 		}
 		var e auditEvent
-		if bytes.Contains(t.partial, []byte(`"userAgent":"cmsync`)) && json.Unmarshal(t.partial, &e) == nil && e.Stage == "ResponseComplete" {
+		if (t.match == nil || bytes.Contains(t.partial, t.match)) && json.Unmarshal(t.partial, &e) == nil && e.Stage == "ResponseComplete" {
 			fn(e)
 		}
 		t.partial = t.partial[:0]
@@ -534,17 +533,9 @@ type auditEvent struct {
 
 // auditedWrites calls fn with every completed write request in the audit log.
 func (b *bench) auditedWrites(fn func(e auditEvent)) {
-	f, err := os.Open(b.audit)
-	must(err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<22)
-	for sc.Scan() {
-		var e auditEvent
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Stage == "ResponseComplete" {
-			fn(e)
-		}
-	}
+	log := b.openAudit(false, nil)
+	defer log.close()
+	log.read(fn)
 }
 
 // cmsyncWrites counts the write requests the API server audited from cmsync between
@@ -756,22 +747,31 @@ func parentOf(pid int) (comm string, ppid int) {
 	if err != nil {
 		return "", 0
 	}
-	open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
-	if fields := statFields(pid); len(fields) > 1 && open >= 0 && end > open {
+	comm, fields := splitStat(string(b))
+	if len(fields) > 1 {
 		ppid, _ = strconv.Atoi(fields[1])
-		return string(b[open+1 : end]), ppid
 	}
-	return "", 0
+	return comm, ppid
 }
 
-// statFields are the fields of /proc/<pid>/stat after the command name, which is in
-// parentheses and may hold spaces; fields[0] is the state.
+// statFields are the fields of /proc/<pid>/stat after the command name.
 func statFields(pid int) []string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return nil
 	}
-	return strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	_, fields := splitStat(string(b))
+	return fields
+}
+
+// splitStat splits a /proc/<pid>/stat line into the command name, which is in
+// parentheses and may hold spaces, and the fields after it; fields[0] is the state.
+func splitStat(stat string) (comm string, fields []string) {
+	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return "", nil
+	}
+	return stat[open+1 : end], strings.Fields(stat[end+1:])
 }
 
 func statusKiB(pid int, field string) int64 {
