@@ -64,7 +64,7 @@ docker-build: ## Build the container image IMG with Docker (needs a Docker engin
 .PHONY: test
 test: vet verify helm-lint test-unit fuzz-short test-integration e2e test-node-e2e ## Run every test: generated files, chart, unit, a short fuzz, integration, end-to-end, and the chart's Pod on a real node.
 
-FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzDesiredReplica
+FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzTemplate
 FUZZTIME ?= 2m
 
 .PHONY: fuzz

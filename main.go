@@ -29,6 +29,7 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/replicator"
+	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // writersPerSource bounds the writes one pass over a source makes in parallel; with
@@ -196,16 +197,16 @@ func newScheme() *runtime.Scheme {
 	return scheme
 }
 
-func (o options) policy() (replicator.Policy, error) {
-	exclude, err := replicator.ParseGlobList(o.excludeNamespaces)
+func (o options) policy() (desired.Policy, error) {
+	exclude, err := desired.ParseGlobList(o.excludeNamespaces)
 	if err != nil {
-		return replicator.Policy{}, fmt.Errorf("--exclude-namespaces: %w", err)
+		return desired.Policy{}, fmt.Errorf("--exclude-namespaces: %w", err)
 	}
-	sources, err := replicator.ParseGlobList(o.sourceNamespaces)
+	sources, err := desired.ParseGlobList(o.sourceNamespaces)
 	if err != nil {
-		return replicator.Policy{}, fmt.Errorf("--source-namespaces: %w", err)
+		return desired.Policy{}, fmt.Errorf("--source-namespaces: %w", err)
 	}
-	return replicator.Policy{ExcludeNamespaces: exclude, SourceNamespaces: sources}, nil
+	return desired.Policy{ExcludeNamespaces: exclude, SourceNamespaces: sources}, nil
 }
 
 // controllerOptions sets the reconcile parallelism and the retry rate limiter: a failed

@@ -8,44 +8,39 @@ package predicates
 import (
 	"maps"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // SourceChanged passes every source event except an update that changed nothing a
 // replica or the target set depends on — above all cmsync's own status writes, which
 // would otherwise wake the controller after every pass.
-func SourceChanged() predicate.Predicate {
+func SourceChanged[T desired.Object](kind desired.Kind[T]) predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		oldCM, okOld := e.ObjectOld.(*corev1.ConfigMap)
-		newCM, okNew := e.ObjectNew.(*corev1.ConfigMap)
+		oldObj, okOld := e.ObjectOld.(T)
+		newObj, okNew := e.ObjectNew.(T)
 		if !okOld || !okNew {
 			return true
 		}
-		return !sameContent(oldCM, newCM) ||
-			!maps.Equal(oldCM.Labels, newCM.Labels) ||
-			!maps.Equal(withoutStatus(oldCM.Annotations), withoutStatus(newCM.Annotations)) ||
-			!sameLifecycle(oldCM, newCM)
+		return !desired.SameContent(kind.Content(oldObj), kind.Content(newObj)) ||
+			!maps.Equal(oldObj.GetLabels(), newObj.GetLabels()) ||
+			!maps.Equal(withoutStatus(oldObj.GetAnnotations()), withoutStatus(newObj.GetAnnotations())) ||
+			!sameLifecycle(oldObj, newObj)
 	}}
 }
 
 // ReplicaChanged passes every replica event except an update that changed neither
 // content nor labels nor annotations (a resync, or a change of managedFields only).
 // Creates must pass: at start-up they are how orphans of deleted sources are found.
-func ReplicaChanged() predicate.TypedPredicate[*corev1.ConfigMap] {
-	return predicate.TypedFuncs[*corev1.ConfigMap]{UpdateFunc: func(e event.TypedUpdateEvent[*corev1.ConfigMap]) bool {
-		oldCM, newCM := e.ObjectOld, e.ObjectNew
-		if oldCM == nil || newCM == nil {
-			return true
-		}
-		return !sameContent(oldCM, newCM) ||
-			!maps.Equal(oldCM.Labels, newCM.Labels) ||
-			!maps.Equal(oldCM.Annotations, newCM.Annotations) ||
-			!sameLifecycle(oldCM, newCM)
+func ReplicaChanged[T desired.Object](kind desired.Kind[T]) predicate.TypedPredicate[T] {
+	return predicate.TypedFuncs[T]{UpdateFunc: func(e event.TypedUpdateEvent[T]) bool {
+		return !desired.SameContent(kind.Content(e.ObjectOld), kind.Content(e.ObjectNew)) ||
+			!maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+			!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
+			!sameLifecycle(e.ObjectOld, e.ObjectNew)
 	}}
 }
 
@@ -61,15 +56,9 @@ func NamespaceChanged() predicate.Predicate {
 	}}
 }
 
-func sameContent(a, b *corev1.ConfigMap) bool {
-	return maps.Equal(a.Data, b.Data) &&
-		maps.EqualFunc(a.BinaryData, b.BinaryData, func(x, y []byte) bool { return string(x) == string(y) }) &&
-		(a.Immutable != nil && *a.Immutable) == (b.Immutable != nil && *b.Immutable)
-}
-
 // sameLifecycle reports whether the object is the same incarnation in the same phase of
 // its life: a new UID or the start of deletion always matters.
-func sameLifecycle(a, b client.Object) bool {
+func sameLifecycle(a, b desired.Object) bool {
 	return a.GetUID() == b.GetUID() &&
 		(a.GetDeletionTimestamp() == nil) == (b.GetDeletionTimestamp() == nil)
 }

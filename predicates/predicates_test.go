@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 func configMap() *corev1.ConfigMap {
@@ -54,7 +55,7 @@ func TestSourceChanged(t *testing.T) {
 		}, false},
 		change{"target annotation", func(cm *corev1.ConfigMap) { cm.Annotations[v1alpha1.TargetNamespacesAnnotation] = "a" }, true},
 	)
-	p := SourceChanged()
+	p := SourceChanged(desired.ConfigMapKind{})
 	for _, c := range changes {
 		t.Run(c.name, func(t *testing.T) {
 			old := configMap()
@@ -74,7 +75,7 @@ func TestReplicaChanged(t *testing.T) {
 	changes := append(commonChanges(),
 		change{"status annotation on a replica", func(cm *corev1.ConfigMap) { cm.Annotations[v1alpha1.StatusAnnotation] = "x" }, true},
 	)
-	p := ReplicaChanged()
+	p := ReplicaChanged(desired.ConfigMapKind{})
 	for _, c := range changes {
 		t.Run(c.name, func(t *testing.T) {
 			old := configMap()

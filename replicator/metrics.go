@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // Metrics are cmsync's own Prometheus metrics, kept as totals over every source.
@@ -14,16 +16,16 @@ type Metrics struct {
 	duration prometheus.Histogram
 
 	mu        sync.Mutex
-	bySource  map[string]ReplicaCounts
-	lastTotal ReplicaCounts
+	bySource  map[string]replicaCounts
+	lastTotal replicaCounts
 }
 
-// ReplicaCounts are the target namespaces of one source by state.
-type ReplicaCounts struct{ Synced, Conflict, Failed int }
+// replicaCounts are the target namespaces of one source by state.
+type replicaCounts struct{ synced, conflict, failed int }
 
-// NewMetrics registers cmsync's metrics with reg (controller-runtime's registry in the
+// newMetrics registers cmsync's metrics with reg (controller-runtime's registry in the
 // binary, so they are served on --metrics-bind-address with the built-in ones).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+func newMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		replicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cmsync_replicas",
@@ -38,7 +40,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Duration of one reconcile pass over a source and all its target namespaces.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
-		bySource: map[string]ReplicaCounts{},
+		bySource: map[string]replicaCounts{},
 	}
 	reg.MustRegister(m.replicas, m.sources, m.duration)
 	for _, state := range []string{"synced", "conflict", "failed"} {
@@ -47,8 +49,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// RecordSource sets the counts of one source, named by its owner's Key.
-func (m *Metrics) RecordSource(source string, counts ReplicaCounts) {
+// RecordSource sets the counts of one source, named by its owner's Key, from the
+// summary of its last pass (the zero summary for a source that cannot be acted on).
+func (m *Metrics) RecordSource(source string, s desired.Summary) {
+	counts := replicaCounts{synced: s.Synced, conflict: s.Conflicts, failed: s.Failures}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lastTotal = m.lastTotal.minus(m.bySource[source]).plus(counts)
@@ -71,31 +75,15 @@ func (m *Metrics) ObserveSync(d time.Duration) { m.duration.Observe(d.Seconds())
 
 func (m *Metrics) publish() {
 	m.sources.Set(float64(len(m.bySource)))
-	m.replicas.WithLabelValues("synced").Set(float64(m.lastTotal.Synced))
-	m.replicas.WithLabelValues("conflict").Set(float64(m.lastTotal.Conflict))
-	m.replicas.WithLabelValues("failed").Set(float64(m.lastTotal.Failed))
+	m.replicas.WithLabelValues("synced").Set(float64(m.lastTotal.synced))
+	m.replicas.WithLabelValues("conflict").Set(float64(m.lastTotal.conflict))
+	m.replicas.WithLabelValues("failed").Set(float64(m.lastTotal.failed))
 }
 
-// CountReplicas counts a pass's results by state.
-func CountReplicas(results []NamespaceResult) ReplicaCounts {
-	var c ReplicaCounts
-	for _, r := range results {
-		switch r.Outcome {
-		case Conflict:
-			c.Conflict++
-		case Failed:
-			c.Failed++
-		default:
-			c.Synced++
-		}
-	}
-	return c
+func (c replicaCounts) plus(o replicaCounts) replicaCounts {
+	return replicaCounts{c.synced + o.synced, c.conflict + o.conflict, c.failed + o.failed}
 }
 
-func (c ReplicaCounts) plus(o ReplicaCounts) ReplicaCounts {
-	return ReplicaCounts{c.Synced + o.Synced, c.Conflict + o.Conflict, c.Failed + o.Failed}
-}
-
-func (c ReplicaCounts) minus(o ReplicaCounts) ReplicaCounts {
-	return ReplicaCounts{c.Synced - o.Synced, c.Conflict - o.Conflict, c.Failed - o.Failed}
+func (c replicaCounts) minus(o replicaCounts) replicaCounts {
+	return replicaCounts{c.synced - o.synced, c.conflict - o.conflict, c.failed - o.failed}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -14,14 +15,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/replicator/replicacache"
 )
 
-// Options configure the annotation-form controller.
+// Options configure the controllers.
 type Options struct {
-	Policy Policy
+	Policy desired.Policy
 	// Writers bounds the parallel writes of one pass over a source.
 	Writers int
-	// ConflictRecheck: see SourceReconciler.ConflictRecheck.
+	// ConflictRecheck is how soon an owner with a conflict looks again.
 	ConflictRecheck time.Duration
 	// Controller sets parallelism and the retry rate limiter.
 	Controller controller.Options
@@ -47,26 +50,24 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
-	replicas, err := NewReplicaCache(ctx, mgr.GetConfig(), mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient())
+	kind := desired.ConfigMapKind{}
+	replicas, err := replicacache.New(ctx, replicacache.Config{
+		REST: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+	}, kind)
 	if err != nil {
 		return err
 	}
 	if err := mgr.Add(replicas); err != nil {
 		return fmt.Errorf("adding the replica cache: %w", err)
 	}
-	shared := FrontDoor{
-		Engine: &Engine{
-			Client:    mgr.GetClient(),
-			Replicas:  replicas,
-			APIReader: mgr.GetAPIReader(),
-			Workers:   o.Writers,
-		},
-		Policy:          o.Policy,
-		Recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),
-		Metrics:         NewMetrics(o.Registerer),
-		ConflictRecheck: o.ConflictRecheck,
+	shared := door[*corev1.ConfigMap]{
+		engine:          NewEngine(kind, mgr.GetClient(), replicas, mgr.GetAPIReader(), o.Writers),
+		policy:          o.Policy,
+		recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),
+		metrics:         newMetrics(o.Registerer),
+		conflictRecheck: o.ConflictRecheck,
 	}
-	sources := &SourceReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), FrontDoor: shared}
+	sources := &SourceReconciler[*corev1.ConfigMap]{kind: kind, name: "source", client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), door: shared}
 	if err := sources.SetupWithManager(mgr, replicas, o.Controller); err != nil {
 		return fmt.Errorf("setting up the source controller: %w", err)
 	}
@@ -78,7 +79,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating a clientset: %w", err)
 	}
-	syncs := &SyncReconciler{Client: mgr.GetClient(), Sources: NewSourceWatcher(ctx, clientset), FrontDoor: shared}
+	syncs := &SyncReconciler{client: mgr.GetClient(), sources: NewSourceWatcher(ctx, clientset), door: shared}
 	if err := syncs.SetupWithManager(mgr, replicas, o.Controller); err != nil {
 		return fmt.Errorf("setting up the ConfigMapSync controller: %w", err)
 	}

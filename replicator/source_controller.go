@@ -8,9 +8,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,30 +24,23 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/predicates"
+	"github.com/cmsync/cmsync/replicator/desired"
 )
 
-// SourceReconciler replicates every ConfigMap labelled cmsync.io/replicate=true into the
-// namespaces its annotations name, deletes the replicas it no longer wants, and writes
-// the outcome onto the source as status annotations and Events. Each pass recomputes
-// everything from the caches, so a pass after a restart is the same as any other.
-type SourceReconciler struct {
-	// Client reads sources and namespaces from the manager's cache, and writes.
-	Client client.Client
-	// APIReader reads the API server directly, for ConfigMaps outside the caches.
-	APIReader client.Reader
-	FrontDoor
-}
-
-// FrontDoor is what both reconcilers share: the engine that writes replicas, the
-// controller's policy, and where they report.
-type FrontDoor struct {
-	Engine   *Engine
-	Policy   Policy
-	Recorder events.EventRecorder
-	Metrics  *Metrics
-	// ConflictRecheck is how soon an owner with a conflict looks again: an unmanaged
-	// ConfigMap in the way is not in cmsync's caches, so its removal raises no event.
-	ConflictRecheck time.Duration
+// SourceReconciler is the annotation form's front door for kind T: it replicates every
+// object labelled cmsync.io/replicate=true into the namespaces its annotations name,
+// deletes the replicas it no longer wants, and writes the outcome onto the source as
+// status annotations and Events. Each pass recomputes everything from the caches, so a
+// pass after a restart is the same as any other.
+type SourceReconciler[T desired.Object] struct {
+	kind desired.Kind[T]
+	// name names the controller in logs and metrics.
+	name string
+	// client reads sources and namespaces from the manager's cache, and writes.
+	client client.Client
+	// apiReader reads the API server directly, for objects outside the caches.
+	apiReader client.Reader
+	door[T]
 }
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
@@ -54,47 +48,32 @@ type FrontDoor struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings the replicas of one source in line with it.
-func (r *SourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	defer func(start time.Time) { r.Metrics.ObserveSync(time.Since(start)) }(time.Now())
+func (r *SourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	defer func(start time.Time) { r.metrics.ObserveSync(time.Since(start)) }(time.Now())
 
-	src := &corev1.ConfigMap{}
-	err := r.Client.Get(ctx, req.NamespacedName, src)
+	src := r.kind.New()
+	err := r.client.Get(ctx, req.NamespacedName, src)
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
+	owner := desired.AnnotationOwner(r.kind.Name(), req.NamespacedName)
 	if apierrors.IsNotFound(err) || !isActiveSource(src) {
-		return ctrl.Result{}, r.retire(ctx, req.NamespacedName)
+		return ctrl.Result{}, r.retire(ctx, owner)
 	}
 
-	plan, err := r.planFor(ctx, src)
-	if err != nil {
-		var invalid invalidSourceError
-		if errors.As(err, &invalid) {
-			return ctrl.Result{}, r.reportInvalid(ctx, src, invalid)
-		}
-		return ctrl.Result{}, err
+	plan, err := r.planFor(ctx, src, owner)
+	var invalid invalidSourceError
+	if errors.As(err, &invalid) {
+		return ctrl.Result{}, r.reportInvalid(ctx, src, owner, invalid)
 	}
-	owner := AnnotationOwner(req.NamespacedName)
-	existing, err := r.Engine.ListReplicas(ctx, owner)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pass := r.Engine.Run(ctx, owner, plan.targets, plan.desired, existing, ReplicasOutside(existing, plan.targetSet()))
-	return r.report(ctx, src, pass)
-}
-
-// plan is what one pass must do: the desired replica in each target namespace.
-type plan struct {
-	targets []string
-	desired func(namespace string) *corev1.ConfigMap
-}
-
-func (p plan) targetSet() map[string]bool {
-	set := make(map[string]bool, len(p.targets))
-	for _, ns := range p.targets {
-		set[ns] = true
+	pass, err := r.engine.Run(ctx, owner, plan)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	return set
+	return r.finish(ctx, owner, pass, r.report(ctx, src, pass))
 }
 
 // invalidSourceError is a source cmsync will not act on; it is reported on the source,
@@ -102,163 +81,119 @@ func (p plan) targetSet() map[string]bool {
 type invalidSourceError struct{ error }
 
 // planFor decides what the source wants, or why it cannot be acted on.
-func (r *SourceReconciler) planFor(ctx context.Context, src *corev1.ConfigMap) (plan, error) {
-	if !r.Policy.AllowsSource(src.Namespace) {
-		return plan{}, invalidSourceError{fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", src.Namespace)}
+func (r *SourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.Owner) (Plan[T], error) {
+	if !r.policy.AllowsSource(src.GetNamespace()) {
+		return Plan[T]{}, invalidSourceError{fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", src.GetNamespace())}
 	}
-	if IsReplica(src) {
-		return plan{}, invalidSourceError{fmt.Errorf("this ConfigMap is a replica of %s and cannot be a source; remove the %s label", src.Annotations[v1alpha1.SourceAnnotation], v1alpha1.ReplicateLabel)}
+	if desired.IsReplica(src) {
+		return Plan[T]{}, invalidSourceError{fmt.Errorf("this %s is a replica of %s and cannot be a source; remove the %s label", r.kind.Name(), src.GetAnnotations()[v1alpha1.SourceAnnotation], v1alpha1.ReplicateLabel)}
 	}
-	spec, err := ParseTargetAnnotations(annotation(src, v1alpha1.TargetNamespacesAnnotation), annotation(src, v1alpha1.TargetSelectorAnnotation))
+	spec, err := desired.TargetsOf(src)
 	if err != nil {
-		return plan{}, invalidSourceError{err}
+		return Plan[T]{}, invalidSourceError{err}
 	}
-	var strip []string
-	if value := annotation(src, v1alpha1.StripMetadataAnnotation); value != nil {
-		if strip, err = ParseStripMetadata(*value); err != nil {
-			return plan{}, invalidSourceError{err}
-		}
-	}
-	namespaces, err := listNamespaces(ctx, r.Client)
+	strip, err := desired.StripMetadataOf(src)
 	if err != nil {
-		return plan{}, err
+		return Plan[T]{}, invalidSourceError{err}
 	}
-	return plan{
-		targets: TargetNamespaces(spec, src.Namespace, namespaces, r.Policy),
-		desired: func(ns string) *corev1.ConfigMap {
-			return DesiredReplica(src, ns, strip, AnnotationOwner(client.ObjectKeyFromObject(src)))
-		},
+	namespaces, err := listNamespaces(ctx, r.client)
+	if err != nil {
+		return Plan[T]{}, err
+	}
+	return Plan[T]{
+		Targets:  desired.TargetNamespaces(spec, src.GetNamespace(), namespaces, r.policy),
+		Template: desired.NewTemplate(r.kind, src, strip, owner),
 	}, nil
 }
 
 // retire deletes every replica of a source that is gone or no longer labelled, and
-// takes the status annotations off a ConfigMap that stopped being a source.
-func (r *SourceReconciler) retire(ctx context.Context, key types.NamespacedName) error {
-	r.Metrics.ForgetSource(AnnotationOwner(key).Key())
-	existing, err := r.Engine.ListReplicas(ctx, AnnotationOwner(key))
-	if err != nil {
-		return err
-	}
-	deleted, err := r.Engine.DeleteReplicas(ctx, ReplicasOutside(existing, nil))
+// takes the status annotations off an object that stopped being a source.
+func (r *SourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) error {
+	r.metrics.ForgetSource(owner.Key())
+	deleted, err := r.engine.DeleteAll(ctx, owner)
 	if deleted > 0 {
 		log.FromContext(ctx).Info("deleted the replicas of a retired source", "deleted", deleted)
 	}
 	if err != nil {
 		return err
 	}
-	former := &corev1.ConfigMap{}
-	if err := r.APIReader.Get(ctx, key, former); err != nil {
+	former := r.kind.New()
+	if err := r.apiReader.Get(ctx, owner.Source, former); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if isActiveSource(former) {
 		return nil // labelled again since the cache looked; its own event follows
 	}
-	if patch := ClearStatusPatch(string(former.UID), former.Annotations); patch != nil {
-		return client.IgnoreNotFound(r.Client.Patch(ctx, former, client.RawPatch(types.MergePatchType, patch)))
+	if patch := desired.ClearStatusPatch(string(former.GetUID()), former.GetAnnotations()); patch != nil {
+		return client.IgnoreNotFound(r.client.Patch(ctx, former, client.RawPatch(types.MergePatchType, patch)))
 	}
 	return nil
 }
 
 // reportInvalid writes the Invalid status, an Event and a log line, once per new
 // problem; it does not retry, since only an edit of the source can fix it.
-func (r *SourceReconciler) reportInvalid(ctx context.Context, src *corev1.ConfigMap, invalid invalidSourceError) error {
-	r.Metrics.RecordSource(AnnotationOwner(client.ObjectKeyFromObject(src)).Key(), ReplicaCounts{})
-	status := InvalidStatus(invalid, src.Annotations[v1alpha1.SyncedAnnotation])
-	patch := StatusPatch(string(src.UID), src.Annotations, status, false, time.Now())
+func (r *SourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner desired.Owner, invalid invalidSourceError) error {
+	r.metrics.RecordSource(owner.Key(), desired.Summary{})
+	status := desired.InvalidStatus(invalid, src.GetAnnotations()[v1alpha1.SyncedAnnotation])
+	patch := desired.StatusPatch(string(src.GetUID()), src.GetAnnotations(), status, false, time.Now())
 	if patch == nil {
 		return nil
 	}
 	log.FromContext(ctx).Info("source is invalid; nothing was changed", "reason", status.Message)
-	r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalid, "Validate", "%s", status.Message)
+	r.recorder.Eventf(src, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalid, "Validate", "%s", status.Message)
 	return r.patchStatus(ctx, src, patch)
 }
 
-// report writes the status of a pass, with an Event and a log line when it changed, and
-// decides when to look again: failures back off through the rate limiter, conflicts
-// are rechecked on a timer.
-func (r *SourceReconciler) report(ctx context.Context, src *corev1.ConfigMap, pass Pass) (ctrl.Result, error) {
-	counts := CountReplicas(pass.Results)
-	r.Metrics.RecordSource(AnnotationOwner(client.ObjectKeyFromObject(src)).Key(), counts)
-	status := StatusOf(pass.Results, pass.CleanupErr)
-	changed := pass.Changed()
-	if changed {
-		log.FromContext(ctx).Info("replicas written", "written", pass.Written(), "deleted", pass.Deleted, "synced", status.Synced)
+// report writes the status annotations of a pass, with an Event when they say
+// something new or replicas changed.
+func (r *SourceReconciler[T]) report(ctx context.Context, src T, pass Pass) error {
+	status := pass.SourceStatus()
+	current := src.GetAnnotations()
+	patch := desired.StatusPatch(string(src.GetUID()), current, status, pass.Changed(), time.Now())
+	if patch == nil {
+		return nil
 	}
-	failures := pass.Failures()
-	if patch := StatusPatch(string(src.UID), src.Annotations, status, changed, time.Now()); patch != nil {
-		if status.State != src.Annotations[v1alpha1.StatusAnnotation] || status.Message != src.Annotations[v1alpha1.MessageAnnotation] || changed {
-			r.recordPassEvents(ctx, src, status, counts)
-		}
-		failures = errors.Join(failures, r.patchStatus(ctx, src, patch))
+	if status.State != current[v1alpha1.StatusAnnotation] || status.Message != current[v1alpha1.MessageAnnotation] || pass.Changed() {
+		r.recordPassEvent(ctx, src, pass)
 	}
-	if failures != nil {
-		return ctrl.Result{}, failures
-	}
-	if counts.Conflict > 0 {
-		return ctrl.Result{RequeueAfter: r.ConflictRecheck}, nil
-	}
-	return ctrl.Result{}, nil
+	return r.patchStatus(ctx, src, patch)
 }
 
-// recordPassEvents records what a pass found: Synced when all targets are in sync,
-// Conflict and Failed otherwise.
-func (r *SourceReconciler) recordPassEvents(ctx context.Context, src *corev1.ConfigMap, status SourceStatus, counts ReplicaCounts) {
+// recordPassEvent records what a pass found: Synced when all targets are in sync,
+// Conflict or Failed otherwise.
+func (r *SourceReconciler[T]) recordPassEvent(ctx context.Context, src T, pass Pass) {
 	switch {
-	case status.State == v1alpha1.StatusSynced:
-		r.Recorder.Eventf(src, nil, corev1.EventTypeNormal, v1alpha1.ReasonSynced, "Sync", "%s (%s)", status.Message, status.Synced)
-	case counts.Conflict > 0:
-		log.FromContext(ctx).Info("conflict: a target namespace holds a ConfigMap cmsync does not own", "message", status.Message)
-		r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, v1alpha1.ReasonConflict, "Sync", "%s", status.Message)
+	case pass.State == v1alpha1.StatusSynced:
+		r.recorder.Eventf(src, nil, corev1.EventTypeNormal, v1alpha1.ReasonSynced, "Sync", "%s (%s)", pass.Message, pass.SyncedCount())
+	case pass.Conflicts > 0:
+		log.FromContext(ctx).Info("conflict: a target namespace holds an object cmsync does not own", "message", pass.Message)
+		r.recorder.Eventf(src, nil, corev1.EventTypeWarning, v1alpha1.ReasonConflict, "Sync", "%s", pass.Message)
 	default:
-		r.Recorder.Eventf(src, nil, corev1.EventTypeWarning, v1alpha1.ReasonFailed, "Sync", "%s", status.Message)
+		r.recorder.Eventf(src, nil, corev1.EventTypeWarning, v1alpha1.ReasonFailed, "Sync", "%s", pass.Message)
 	}
 }
 
-func (r *SourceReconciler) patchStatus(ctx context.Context, src *corev1.ConfigMap, patch []byte) error {
-	target := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src.Namespace, Name: src.Name}}
-	err := r.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+func (r *SourceReconciler[T]) patchStatus(ctx context.Context, src T, patch []byte) error {
+	target := r.kind.New()
+	target.SetNamespace(src.GetNamespace())
+	target.SetName(src.GetName())
+	err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("writing status annotations: %w", err)
 	}
 	return nil
 }
 
-// listNamespaces reads every namespace's metadata from the cache.
-func listNamespaces(ctx context.Context, reader client.Reader) ([]Namespace, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
-	if err := reader.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing namespaces: %w", err)
-	}
-	namespaces := make([]Namespace, 0, len(list.Items))
-	for i := range list.Items {
-		namespaces = append(namespaces, namespaceOf(&list.Items[i]))
-	}
-	return namespaces, nil
-}
-
-func namespaceOf(obj client.Object) Namespace {
-	return Namespace{Name: obj.GetName(), Labels: obj.GetLabels(), Terminating: obj.GetDeletionTimestamp() != nil}
-}
-
-// isActiveSource reports whether cm is labelled as a source and not being deleted.
-func isActiveSource(cm *corev1.ConfigMap) bool {
-	return cm.Labels[v1alpha1.ReplicateLabel] == v1alpha1.ReplicateLabelValue && cm.DeletionTimestamp == nil
-}
-
-// annotation returns a pointer to an annotation's value, nil when it is absent.
-func annotation(cm *corev1.ConfigMap, key string) *string {
-	if v, ok := cm.Annotations[key]; ok {
-		return &v
-	}
-	return nil
+// isActiveSource reports whether obj is labelled as a source and not being deleted.
+func isActiveSource(obj metav1.Object) bool {
+	return obj.GetLabels()[v1alpha1.ReplicateLabel] == v1alpha1.ReplicateLabelValue && obj.GetDeletionTimestamp() == nil
 }
 
 // findSourceOfReplica maps a replica of the annotation form to the source its
 // annotation names.
-func findSourceOfReplica(_ context.Context, cm *corev1.ConfigMap) []reconcile.Request {
-	key, ok := ParseSourceKey(cm.Annotations[v1alpha1.SourceAnnotation])
-	if !ok || !AnnotationOwner(key).Owns(cm) {
+func (r *SourceReconciler[T]) findSourceOfReplica(_ context.Context, replica T) []reconcile.Request {
+	key, ok := desired.SourceKeyOf(replica)
+	if !ok || !desired.AnnotationOwner(r.kind.Name(), key).Owns(replica) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: key}}
@@ -268,32 +203,35 @@ func findSourceOfReplica(_ context.Context, cm *corev1.ConfigMap) []reconcile.Re
 // map runs on both the old and the new namespace of an update, so a namespace that
 // stopped matching still reaches the sources that must clean it up. Sources with
 // invalid annotations are skipped: they change nothing until edited.
-func (r *SourceReconciler) findSourcesForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
-	var sources corev1.ConfigMapList
-	if err := r.Client.List(ctx, &sources); err != nil {
+func (r *SourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+	sources := r.kind.NewList()
+	if err := r.client.List(ctx, sources); err != nil {
 		log.FromContext(ctx).Error(err, "listing sources for a namespace event")
 		return nil
 	}
 	ns := namespaceOf(obj)
 	var requests []reconcile.Request
-	for i := range sources.Items {
-		src := &sources.Items[i]
-		spec, err := ParseTargetAnnotations(annotation(src, v1alpha1.TargetNamespacesAnnotation), annotation(src, v1alpha1.TargetSelectorAnnotation))
-		if err == nil && src.Namespace != ns.Name && spec.Matches(ns) {
-			requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(src)})
+	_ = meta.EachListItem(sources, func(item runtime.Object) error {
+		src, ok := item.(T)
+		if !ok || src.GetNamespace() == ns.Name {
+			return nil
 		}
-	}
+		if spec, err := desired.TargetsOf(src); err == nil && spec.Matches(ns) {
+			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: src.GetNamespace(), Name: src.GetName()}})
+		}
+		return nil
+	})
 	return requests
 }
 
 // SetupWithManager watches sources (the manager's cache), replicas (the replica cache,
 // mapped to their source) and namespaces (mapped to the sources that may target them).
-func (r *SourceReconciler) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache, options controller.Options) error {
+func (r *SourceReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache, options controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("source").
-		For(&corev1.ConfigMap{}, builder.WithPredicates(predicates.SourceChanged())).
-		WatchesRawSource(source.Kind(replicas, &corev1.ConfigMap{},
-			handler.TypedEnqueueRequestsFromMapFunc(findSourceOfReplica), predicates.ReplicaChanged())).
+		Named(r.name).
+		For(r.kind.New(), builder.WithPredicates(predicates.SourceChanged(r.kind))).
+		WatchesRawSource(source.Kind(replicas, r.kind.New(),
+			handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica), predicates.ReplicaChanged(r.kind))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSourcesForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WithOptions(options).

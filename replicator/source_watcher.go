@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -61,9 +62,9 @@ func (w *SourceWatcher) Get(ctx context.Context, key types.NamespacedName) (cm *
 	waitCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	if !toolscache.WaitForCacheSync(waitCtx.Done(), informer.HasSynced) {
-		return nil, false, fmt.Errorf("watching source ConfigMap %s: no initial list within %s", SourceKey(key), syncTimeout)
+		return nil, false, fmt.Errorf("watching source ConfigMap %s: no initial list within %s", key.String(), syncTimeout)
 	}
-	obj, exists, err := informer.GetStore().GetByKey(SourceKey(key))
+	obj, exists, err := informer.GetStore().GetByKey(key.String())
 	if err != nil || !exists {
 		return nil, false, err
 	}
@@ -71,11 +72,11 @@ func (w *SourceWatcher) Get(ctx context.Context, key types.NamespacedName) (cm *
 }
 
 // Retain stops the watches of sources not in keep.
-func (w *SourceWatcher) Retain(keep map[types.NamespacedName]bool) {
+func (w *SourceWatcher) Retain(keep sets.Set[types.NamespacedName]) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for key, s := range w.sources {
-		if !keep[key] {
+		if !keep.Has(key) {
 			s.stop()
 			delete(w.sources, key)
 		}

@@ -2,7 +2,6 @@ package replicator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -23,18 +23,19 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/predicates"
+	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // SyncReconciler is the ConfigMapSync front door: it resolves a ConfigMapSync's targets
-// and hands them to the same Engine as the annotation form. Its replicas carry an owner
+// and hands them to the same pass as the annotation form. Its replicas carry an owner
 // reference to the ConfigMapSync; a finalizer deletes them when the ConfigMapSync is
 // deleted, also where no garbage collector runs.
 type SyncReconciler struct {
-	// Client reads ConfigMapSyncs and namespaces from the manager's cache, and writes.
-	Client client.Client
-	// Sources watches the ConfigMaps that ConfigMapSyncs name.
-	Sources *SourceWatcher
-	FrontDoor
+	// client reads ConfigMapSyncs and namespaces from the manager's cache, and writes.
+	client client.Client
+	// sources watches the ConfigMaps that ConfigMapSyncs name.
+	sources *SourceWatcher
+	door[*corev1.ConfigMap]
 }
 
 // +kubebuilder:rbac:groups=cmsync.io,resources=configmapsyncs,verbs=list;watch;patch
@@ -42,10 +43,10 @@ type SyncReconciler struct {
 
 // Reconcile brings the replicas of one ConfigMapSync in line with its spec and source.
 func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	defer func(start time.Time) { r.Metrics.ObserveSync(time.Since(start)) }(time.Now())
+	defer func(start time.Time) { r.metrics.ObserveSync(time.Since(start)) }(time.Now())
 
 	sync := &v1alpha1.ConfigMapSync{}
-	if err := r.Client.Get(ctx, req.NamespacedName, sync); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, sync); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.retainSourceWatches(ctx)
@@ -56,44 +57,34 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 
-	owner := SyncOwner(sync)
+	owner := desired.SyncOwner(sync)
 	before := sync.Status.DeepCopy()
-	existing, err := r.Engine.ListOwned(ctx, owner)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	replicas, strays := SplitStrays(existing, owner)
 	plan, problem, err := r.planFor(ctx, sync, owner)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if problem != nil {
-		SetSyncProblem(&sync.Status, sync.Generation, SourceKey(owner.Source), problem.reason, problem, len(plan.targets), countSynced(plan, replicas))
-		r.Metrics.RecordSource(owner.Key(), ReplicaCounts{})
-		return ctrl.Result{}, r.writeStatus(ctx, sync, before, problem.reason)
 		// No retry: a spec edit, the source's creation or a namespace event wakes it.
+		return ctrl.Result{}, r.reportProblem(ctx, sync, before, owner, plan, problem)
 	}
-	pass := r.Engine.Run(ctx, owner, plan.targets, plan.desired, replicas, append(ReplicasOutside(replicas, plan.targetSet()), strays...))
-	counts := CountReplicas(pass.Results)
-	r.Metrics.RecordSource(owner.Key(), counts)
-	if pass.Changed() {
-		log.FromContext(ctx).Info("replicas written", "written", pass.Written(), "deleted", pass.Deleted, "synced", fmt.Sprintf("%d/%d", counts.Synced, len(pass.Results)))
-	}
-	SetSyncStatus(&sync.Status, sync.Generation, SourceKey(owner.Source), pass.Results, pass.CleanupErr, pass.Changed(), metav1.Now())
-	failures := pass.Failures()
-	reason := v1alpha1.ReasonSynced
-	if counts.Conflict > 0 {
-		reason = v1alpha1.ReasonConflict
-	} else if failures != nil {
-		reason = v1alpha1.ReasonFailed
-	}
-	if err := errors.Join(failures, r.writeStatus(ctx, sync, before, reason)); err != nil {
+	pass, err := r.engine.Run(ctx, owner, plan)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if counts.Conflict > 0 {
-		return ctrl.Result{RequeueAfter: r.ConflictRecheck}, nil
+	desired.SetSyncStatus(&sync.Status, sync.Generation, owner.Source.String(), pass.Summary, metav1.Now())
+	return r.finish(ctx, owner, pass, r.writeStatus(ctx, sync, before, eventReasonOf(pass)))
+}
+
+// eventReasonOf is the reason of the Event that reports a pass.
+func eventReasonOf(pass Pass) string {
+	switch {
+	case pass.Conflicts > 0:
+		return v1alpha1.ReasonConflict
+	case pass.Err != nil:
+		return v1alpha1.ReasonFailed
+	default:
+		return v1alpha1.ReasonSynced
 	}
-	return ctrl.Result{}, nil
 }
 
 // syncProblem is why a ConfigMapSync cannot be acted on now; nothing is changed.
@@ -103,69 +94,67 @@ type syncProblem struct {
 }
 
 // planFor resolves targets and reads the source. A problem means: report and change
-// nothing; an error means: retry.
-func (r *SyncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSync, owner Owner) (plan, *syncProblem, error) {
-	spec, err := ParseSyncTargets(sync.Spec)
+// nothing; an error means: retry. With a problem, the plan has its targets when they
+// could be resolved, and no template.
+func (r *SyncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSync, owner desired.Owner) (Plan[*corev1.ConfigMap], *syncProblem, error) {
+	var plan Plan[*corev1.ConfigMap]
+	spec, err := desired.ParseSyncTargets(sync.Spec)
 	if err != nil {
-		return plan{}, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
 	}
-	if !r.Policy.AllowsSource(owner.Source.Namespace) {
-		return plan{}, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", owner.Source.Namespace)}, nil
+	if !r.policy.AllowsSource(owner.Source.Namespace) {
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", owner.Source.Namespace)}, nil
 	}
-	namespaces, err := listNamespaces(ctx, r.Client)
+	namespaces, err := listNamespaces(ctx, r.client)
 	if err != nil {
-		return plan{}, nil, err
+		return plan, nil, err
 	}
-	p := plan{targets: TargetNamespaces(spec, owner.Source.Namespace, namespaces, r.Policy)}
-	src, found, err := r.Sources.Get(ctx, owner.Source)
+	plan.Targets = desired.TargetNamespaces(spec, owner.Source.Namespace, namespaces, r.policy)
+	src, found, err := r.sources.Get(ctx, owner.Source)
 	if err != nil {
-		return plan{}, nil, err
+		return plan, nil, err
 	}
 	if !found {
-		return p, &syncProblem{v1alpha1.ReasonSourceNotFound, fmt.Errorf("source ConfigMap %s not found; existing replicas are kept until it returns or this ConfigMapSync is deleted", SourceKey(owner.Source))}, nil
+		return plan, &syncProblem{v1alpha1.ReasonSourceNotFound, fmt.Errorf("source ConfigMap %s not found; existing replicas are kept until it returns or this ConfigMapSync is deleted", owner.Source)}, nil
 	}
-	if IsReplica(src) {
-		return p, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("source ConfigMap %s is itself a replica of %s; name the original", SourceKey(owner.Source), src.Annotations[v1alpha1.SourceAnnotation])}, nil
+	if desired.IsReplica(src) {
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("source ConfigMap %s is itself a replica of %s; name the original", owner.Source, src.Annotations[v1alpha1.SourceAnnotation])}, nil
 	}
-	var strip []string
-	if value := annotation(src, v1alpha1.StripMetadataAnnotation); value != nil {
-		if strip, err = ParseStripMetadata(*value); err != nil {
-			return p, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("source ConfigMap %s: %w", SourceKey(owner.Source), err)}, nil
-		}
+	strip, err := desired.StripMetadataOf(src)
+	if err != nil {
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("source ConfigMap %s: %w", owner.Source, err)}, nil
 	}
-	p.desired = func(ns string) *corev1.ConfigMap { return DesiredReplica(src, ns, strip, owner) }
-	return p, nil, nil
+	plan.Template = desired.NewTemplate(r.engine.kind, src, strip, owner)
+	return plan, nil, nil
 }
 
-func countSynced(p plan, replicas map[string]*corev1.ConfigMap) int {
-	n := 0
-	for _, ns := range p.targets {
-		if replicas[ns] != nil {
-			n++
-		}
+// reportProblem writes the status of a ConfigMapSync cmsync cannot act on: the
+// replicas are counted as they are, since nothing was changed.
+func (r *SyncReconciler) reportProblem(ctx context.Context, sync *v1alpha1.ConfigMapSync, before *v1alpha1.ConfigMapSyncStatus, owner desired.Owner, plan Plan[*corev1.ConfigMap], problem *syncProblem) error {
+	synced, err := r.engine.CountIn(owner, owner.Source.Name, plan.Targets)
+	if err != nil {
+		return err
 	}
-	return n
+	desired.SetSyncProblem(&sync.Status, sync.Generation, owner.Source.String(), problem.reason, problem, len(plan.Targets), synced)
+	r.metrics.RecordSource(owner.Key(), desired.Summary{})
+	return r.writeStatus(ctx, sync, before, problem.reason)
 }
 
 // finalize deletes every replica of a ConfigMapSync being deleted, then lets it go.
 func (r *SyncReconciler) finalize(ctx context.Context, sync *v1alpha1.ConfigMapSync) error {
-	owner := SyncOwner(sync)
-	r.Metrics.ForgetSource(owner.Key())
+	owner := desired.SyncOwner(sync)
+	r.metrics.ForgetSource(owner.Key())
 	if !controllerutil.ContainsFinalizer(sync, v1alpha1.CleanupFinalizer) {
 		return nil
 	}
-	owned, err := r.Engine.ListOwned(ctx, owner)
-	if err != nil {
-		return err
-	}
-	deleted, err := r.Engine.DeleteReplicas(ctx, owned)
+	deleted, err := r.engine.DeleteAll(ctx, owner)
 	if err != nil {
 		return err
 	}
 	log.FromContext(ctx).Info("deleted the replicas of a deleted ConfigMapSync", "deleted", deleted)
 	before := sync.DeepCopy()
 	controllerutil.RemoveFinalizer(sync, v1alpha1.CleanupFinalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, sync, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+	return client.IgnoreNotFound(r.client.Patch(ctx, sync, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 }
 
 func (r *SyncReconciler) ensureFinalizer(ctx context.Context, sync *v1alpha1.ConfigMapSync) error {
@@ -174,7 +163,7 @@ func (r *SyncReconciler) ensureFinalizer(ctx context.Context, sync *v1alpha1.Con
 	}
 	before := sync.DeepCopy()
 	controllerutil.AddFinalizer(sync, v1alpha1.CleanupFinalizer)
-	if err := r.Client.Patch(ctx, sync, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.client.Patch(ctx, sync, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
 	return nil
@@ -195,11 +184,11 @@ func (r *SyncReconciler) writeStatus(ctx context.Context, sync *v1alpha1.ConfigM
 		if ready.Status != metav1.ConditionTrue {
 			log.FromContext(ctx).Info("ConfigMapSync not ready", "reason", ready.Reason, "message", ready.Message)
 		}
-		r.Recorder.Eventf(sync, nil, eventType, eventReason, "Sync", "%s (%s)", ready.Message, sync.Status.Synced)
+		r.recorder.Eventf(sync, nil, eventType, eventReason, "Sync", "%s (%s)", ready.Message, sync.Status.Synced)
 	}
 	patched := sync.DeepCopy()
 	patched.Status = *before
-	if err := r.Client.Status().Patch(ctx, sync, client.MergeFrom(patched)); err != nil {
+	if err := r.client.Status().Patch(ctx, sync, client.MergeFrom(patched)); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("writing ConfigMapSync status: %w", err))
 	}
 	return nil
@@ -218,16 +207,16 @@ func findReady(conditions []metav1.Condition) *metav1.Condition {
 // others.
 func (r *SyncReconciler) retainSourceWatches(ctx context.Context) {
 	var syncs v1alpha1.ConfigMapSyncList
-	if err := r.Client.List(ctx, &syncs); err != nil {
+	if err := r.client.List(ctx, &syncs); err != nil {
 		return // keep every watch; the next pass retries
 	}
-	keep := make(map[types.NamespacedName]bool, len(syncs.Items))
+	keep := sets.New[types.NamespacedName]()
 	for i := range syncs.Items {
 		if syncs.Items[i].DeletionTimestamp.IsZero() {
-			keep[SyncOwner(&syncs.Items[i]).Source] = true
+			keep.Insert(desired.SyncOwner(&syncs.Items[i]).Source)
 		}
 	}
-	r.Sources.Retain(keep)
+	r.sources.Retain(keep)
 }
 
 // findSyncsForSource maps a source ConfigMap to the ConfigMapSyncs naming it.
@@ -242,14 +231,14 @@ func (r *SyncReconciler) findSyncsForSource(ctx context.Context, cm client.Objec
 func (r *SyncReconciler) findSyncsForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	ns := namespaceOf(obj)
 	return r.findSyncs(ctx, func(s *v1alpha1.ConfigMapSync) bool {
-		spec, err := ParseSyncTargets(s.Spec)
+		spec, err := desired.ParseSyncTargets(s.Spec)
 		return err == nil && spec.Matches(ns)
 	})
 }
 
 func (r *SyncReconciler) findSyncs(ctx context.Context, match func(*v1alpha1.ConfigMapSync) bool) []reconcile.Request {
 	var syncs v1alpha1.ConfigMapSyncList
-	if err := r.Client.List(ctx, &syncs); err != nil {
+	if err := r.client.List(ctx, &syncs); err != nil {
 		log.FromContext(ctx).Error(err, "listing ConfigMapSyncs for an event")
 		return nil
 	}
@@ -264,7 +253,7 @@ func (r *SyncReconciler) findSyncs(ctx context.Context, match func(*v1alpha1.Con
 
 // findSyncOfReplica maps a replica to the ConfigMapSync owning it.
 func findSyncOfReplica(_ context.Context, cm *corev1.ConfigMap) []reconcile.Request {
-	if name, ok := SyncNameOf(cm); ok {
+	if name, ok := desired.SyncNameOf(cm); ok {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 	}
 	return nil
@@ -277,10 +266,10 @@ func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache
 		Named("configmapsync").
 		For(&v1alpha1.ConfigMapSync{}, builder.WithPredicates(predicates.SyncChanged())).
 		WatchesRawSource(source.Kind(replicas, &corev1.ConfigMap{},
-			handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica), predicates.ReplicaChanged())).
+			handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica), predicates.ReplicaChanged(r.engine.kind))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSyncsForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
-		WatchesRawSource(source.Channel(r.Sources.Events(), handler.EnqueueRequestsFromMapFunc(r.findSyncsForSource))).
+		WatchesRawSource(source.Channel(r.sources.Events(), handler.EnqueueRequestsFromMapFunc(r.findSyncsForSource))).
 		WithOptions(options).
 		Complete(r)
 }

@@ -67,17 +67,6 @@ const (
 	LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 )
 
-// Annotations that exist only on replicas in cmsync's own cache, never in the API
-// server: the cache keeps a compact form of each replica (replicator/digest.go).
-const (
-	// CacheDigestedAnnotation marks a cached replica whose long values are digests.
-	CacheDigestedAnnotation = Prefix + "cache-digested"
-	// CacheOwnedKeysAnnotation lists the label and annotation keys cmsync's
-	// managedFields entries own ("l:<key>" and "a:<key>", one per line), so the cached
-	// replica can drop its managedFields.
-	CacheOwnedKeysAnnotation = Prefix + "cache-owned-keys"
-)
-
 // Reasons of the Events recorded on a source.
 const (
 	ReasonSynced   = "Synced"

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/replicator"
+	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // The engine's update is a whole-object write conditional on the resourceVersion it
@@ -22,12 +24,15 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 	source.Namespace, source.Name = srcNS, "settings"
 	source.Labels = map[string]string{v1alpha1.ReplicateLabel: "true", "tier": "one"}
 	source.Data = map[string]string{"k": "v1"}
-	owner := replicator.AnnotationOwner(types.NamespacedName{Namespace: srcNS, Name: "settings"})
-	desired := func(string) *corev1.ConfigMap { return replicator.DesiredReplica(source, target, nil, owner) }
-	engine := &replicator.Engine{Client: k8s, APIReader: k8s, Workers: 1}
-	sync := func(existing *corev1.ConfigMap) replicator.Outcome {
+	kind := desired.ConfigMapKind{}
+	owner := desired.AnnotationOwner(kind.Name(), types.NamespacedName{Namespace: srcNS, Name: "settings"})
+	replica := func() *corev1.ConfigMap { return desired.NewTemplate(kind, source, nil, owner).In(target) }
+	// The engine reads no cache here: every pass is handed the replica it compares.
+	engine := replicator.NewEngine(kind, k8s, nil, k8s, 1)
+	sync := func(existing *corev1.ConfigMap) desired.Outcome {
 		t.Helper()
-		results := engine.SyncTargets(ctx, owner, []string{target}, desired, map[string]*corev1.ConfigMap{target: existing})
+		plan := replicator.Plan[*corev1.ConfigMap]{Targets: []string{target}, Template: desired.NewTemplate(kind, source, nil, owner)}
+		results := engine.SyncTargets(ctx, owner, plan, map[string]*corev1.ConfigMap{target: existing})
 		if results[0].Err != nil {
 			t.Fatalf("sync: %v", results[0].Err)
 		}
@@ -40,7 +45,7 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 		return cm
 	}
 
-	must(t, k8s.Create(ctx, desired(target), client.FieldOwner(v1alpha1.FieldManager)))
+	must(t, k8s.Create(ctx, replica(), client.FieldOwner(v1alpha1.FieldManager)))
 	// Someone adds a label, an annotation and a finalizer to the replica.
 	update(t, read(), func(cm *corev1.ConfigMap) {
 		cm.Labels["added-by-user"] = "yes"
@@ -58,8 +63,8 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 			len(cm.Finalizers) != 1 || (cm.Labels["tier"] == "one") != wantTier {
 			t.Errorf("%s: replica data %v labels %v annotations %v finalizers %v", path, cm.Data, cm.Labels, cm.Annotations, cm.Finalizers)
 		}
-		for _, k := range []string{v1alpha1.CacheDigestedAnnotation, v1alpha1.CacheOwnedKeysAnnotation} {
-			if _, ok := cm.Annotations[k]; ok {
+		for k := range cm.Annotations {
+			if strings.HasPrefix(k, v1alpha1.Prefix) && k != v1alpha1.SourceAnnotation {
 				t.Errorf("%s: the replica carries %s", path, k)
 			}
 		}
@@ -67,7 +72,7 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 
 	// The whole-object update, from the replica as it is.
 	source.Data = map[string]string{"k": "v2"}
-	if got := sync(read()); got != replicator.Updated {
+	if got := sync(read()); got != desired.Updated {
 		t.Fatalf("outcome %v, want Updated", got)
 	}
 	check("update", "v2", true)
@@ -78,7 +83,7 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 	update(t, read(), func(cm *corev1.ConfigMap) { cm.Annotations["user-note-2"] = "m" })
 	source.Data = map[string]string{"k": "v3"}
 	delete(source.Labels, "tier") // cmsync's label, now stale
-	if got := sync(stale); got != replicator.Updated {
+	if got := sync(stale); got != desired.Updated {
 		t.Fatalf("outcome %v, want Updated", got)
 	}
 	check("fallback", "v3", false)

@@ -31,6 +31,7 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/replicator"
+	"github.com/cmsync/cmsync/replicator/desired"
 	"github.com/cmsync/cmsync/test/controlplane"
 	"github.com/cmsync/cmsync/test/testkit"
 )
@@ -94,13 +95,13 @@ func (c *controllerUnderTest) Stop() {
 
 type controllerOption func(*replicator.Options)
 
-func withPolicy(p replicator.Policy) controllerOption {
+func withPolicy(p desired.Policy) controllerOption {
 	return func(o *replicator.Options) { o.Policy = p }
 }
 
 // defaultPolicy is the policy of the binary's default flags.
-func defaultPolicy() replicator.Policy {
-	return replicator.Policy{ExcludeNamespaces: []string{"kube-system", "kube-public", "kube-node-lease"}, SourceNamespaces: []string{"*"}}
+func defaultPolicy() desired.Policy {
+	return desired.Policy{ExcludeNamespaces: []string{"kube-system", "kube-public", "kube-node-lease"}, SourceNamespaces: []string{"*"}}
 }
 
 // startController runs cmsync's controller as the binary wires it, with a client that

@@ -1,6 +1,7 @@
-package replicator
+package desired
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -36,7 +38,7 @@ func sampleSource() *corev1.ConfigMap {
 
 func TestDesiredReplica(t *testing.T) {
 	src := sampleSource()
-	got := DesiredReplica(src, "team-a", []string{"internal.example.com/*", "secret-*"}, AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "settings"}))
+	got := NewTemplate(ConfigMapKind{}, src, []string{"internal.example.com/*", "secret-*"}, AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "settings"})).In("team-a")
 	key := types.NamespacedName{Namespace: "platform", Name: "settings"}
 	wantLabels := map[string]string{"team": "platform", v1alpha1.ManagedByLabel: "cmsync", v1alpha1.SourceIDLabel: SourceID(key)}
 	wantAnnotations := map[string]string{"note": "n", v1alpha1.SourceAnnotation: "platform/settings"}
@@ -59,13 +61,13 @@ func TestDesiredReplica(t *testing.T) {
 	if src.Data["k"] != "v" {
 		t.Errorf("the desired replica shares its data map with the source")
 	}
-	if !AnnotationOwner(key).Owns(got) {
+	if !AnnotationOwner("ConfigMap", key).Owns(got) {
 		t.Errorf("the desired replica is not recognised as a replica of its source")
 	}
-	if AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "other"}).Owns(got) {
+	if AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "other"}).Owns(got) {
 		t.Errorf("the desired replica is claimed by another source")
 	}
-	all := DesiredReplica(src, "team-a", []string{"*"}, AnnotationOwner(key))
+	all := NewTemplate(ConfigMapKind{}, src, []string{"*"}, AnnotationOwner("ConfigMap", key)).In("team-a")
 	if len(all.Labels) != 2 || len(all.Annotations) != 1 {
 		t.Errorf(`"*" should strip every copied key but keep the markers: %v %v`, all.Labels, all.Annotations)
 	}
@@ -85,8 +87,8 @@ func TestSourceIDFitsALabelForLongNames(t *testing.T) {
 
 func TestParseSourceKey(t *testing.T) {
 	for value, ok := range map[string]bool{"ns/name": true, "ns/": false, "/name": false, "name": false, "": false} {
-		if _, got := ParseSourceKey(value); got != ok {
-			t.Errorf("ParseSourceKey(%q) ok = %v", value, got)
+		if _, got := parseSourceKey(value); got != ok {
+			t.Errorf("parseSourceKey(%q) ok = %v", value, got)
 		}
 	}
 }
@@ -127,42 +129,42 @@ func managedFields(manager string, operation metav1.ManagedFieldsOperationType, 
 }
 
 func TestDiffReplica(t *testing.T) {
-	desired := DesiredReplica(sampleSource(), "team-a", nil, AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "settings"}))
+	template := NewTemplate(ConfigMapKind{}, sampleSource(), nil, settingsOwner)
 	ours := `{"f:metadata":{"f:labels":{"f:old":{},"f:team":{}},"f:annotations":{"f:gone":{},"f:note":{},"f:cmsync.io/status":{}}}}`
 	tests := []struct {
 		name   string
 		change func(cm *corev1.ConfigMap)
-		check  func(d ReplicaDiff) bool
+		check  func(d Diff) bool
 	}{
-		{name: "identical", change: func(*corev1.ConfigMap) {}, check: ReplicaDiff.InSync},
-		{name: "others' extra label is theirs", change: func(cm *corev1.ConfigMap) { cm.Labels["x"] = "y" }, check: ReplicaDiff.InSync},
-		{name: "data value", change: func(cm *corev1.ConfigMap) { cm.Data["k"] = "w" }, check: func(d ReplicaDiff) bool { return d.Content }},
-		{name: "binary value", change: func(cm *corev1.ConfigMap) { cm.BinaryData["b"] = []byte{2} }, check: func(d ReplicaDiff) bool { return d.Content }},
-		{name: "immutable flag", change: func(cm *corev1.ConfigMap) { cm.Immutable = nil }, check: func(d ReplicaDiff) bool { return d.Content }},
+		{name: "identical", change: func(*corev1.ConfigMap) {}, check: Diff.InSync},
+		{name: "others' extra label is theirs", change: func(cm *corev1.ConfigMap) { cm.Labels["x"] = "y" }, check: Diff.InSync},
+		{name: "data value", change: func(cm *corev1.ConfigMap) { cm.Data["k"] = "w" }, check: func(d Diff) bool { return d.Content }},
+		{name: "binary value", change: func(cm *corev1.ConfigMap) { cm.BinaryData["b"] = []byte{2} }, check: func(d Diff) bool { return d.Content }},
+		{name: "immutable flag", change: func(cm *corev1.ConfigMap) { cm.Immutable = nil }, check: func(d Diff) bool { return d.Content }},
 		{name: "extra data key", change: func(cm *corev1.ConfigMap) { cm.Data["extra"] = "" },
-			check: func(d ReplicaDiff) bool { return d.Content && slices.Equal(d.StaleData, []string{"extra"}) }},
+			check: func(d Diff) bool { return d.Content && slices.Equal(d.StaleText, []string{"extra"}) }},
 		{name: "extra binary key", change: func(cm *corev1.ConfigMap) { cm.BinaryData["extra"] = nil },
-			check: func(d ReplicaDiff) bool { return slices.Equal(d.StaleBinaryData, []string{"extra"}) }},
-		{name: "label changed", change: func(cm *corev1.ConfigMap) { cm.Labels["team"] = "x" }, check: func(d ReplicaDiff) bool { return d.Metadata && !d.Content }},
-		{name: "marker removed", change: func(cm *corev1.ConfigMap) { delete(cm.Annotations, v1alpha1.SourceAnnotation) }, check: func(d ReplicaDiff) bool { return d.Metadata }},
+			check: func(d Diff) bool { return slices.Equal(d.StaleBinary, []string{"extra"}) }},
+		{name: "label changed", change: func(cm *corev1.ConfigMap) { cm.Labels["team"] = "x" }, check: func(d Diff) bool { return d.Metadata && !d.Content }},
+		{name: "marker removed", change: func(cm *corev1.ConfigMap) { delete(cm.Annotations, v1alpha1.SourceAnnotation) }, check: func(d Diff) bool { return d.Metadata }},
 		{name: "keys cmsync wrote and no longer wants are stale, status keys are not", change: func(cm *corev1.ConfigMap) {
 			cm.Labels["old"] = "1"
 			cm.Annotations["gone"] = "1"
 			cm.Annotations[v1alpha1.StatusAnnotation] = "Invalid"
 			cm.ManagedFields = managedFields(v1alpha1.FieldManager, metav1.ManagedFieldsOperationUpdate, ours)
-		}, check: func(d ReplicaDiff) bool {
+		}, check: func(d Diff) bool {
 			return slices.Equal(d.StaleLabels, []string{"old"}) && slices.Equal(d.StaleAnnotations, []string{"gone"})
 		}},
 		{name: "keys another manager wrote are not stale", change: func(cm *corev1.ConfigMap) {
 			cm.Labels["old"] = "1"
 			cm.ManagedFields = managedFields("kubectl", metav1.ManagedFieldsOperationUpdate, ours)
-		}, check: ReplicaDiff.InSync},
+		}, check: Diff.InSync},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			actual := desired.DeepCopy()
+			actual := template.In("team-a")
 			tt.change(actual)
-			if d := DiffReplica(desired, actual); !tt.check(d) {
+			if d := template.Diff(actual); !tt.check(d) {
 				t.Errorf("unexpected diff %+v", d)
 			}
 		})
@@ -175,19 +177,19 @@ func TestOwnersNeverShareAReplica(t *testing.T) {
 		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: "platform", ConfigMapName: "settings"}}
 	syncB := syncA.DeepCopy()
 	syncB.Name, syncB.UID = "b", "uid-b"
-	owners := map[string]Owner{"annotations": AnnotationOwner(key), "sync a": SyncOwner(syncA), "sync b": SyncOwner(syncB)}
+	owners := map[string]Owner{"annotations": AnnotationOwner("ConfigMap", key), "sync a": SyncOwner(syncA), "sync b": SyncOwner(syncB)}
 	for name, owner := range owners {
-		replica := DesiredReplica(sampleSource(), "team-a", nil, owner)
+		replica := NewTemplate(ConfigMapKind{}, sampleSource(), nil, owner).In("team-a")
 		for other, o := range owners {
 			if got := o.Owns(replica); got != (other == name) {
 				t.Errorf("replica of %s: Owns by %s = %v", name, other, got)
 			}
 		}
-		if OwnerKeyOf(replica) != owner.Key() {
-			t.Errorf("%s: OwnerKeyOf %q, want %q", name, OwnerKeyOf(replica), owner.Key())
+		if OwnerKeyOf("ConfigMap", replica) != owner.Key() {
+			t.Errorf("%s: OwnerKeyOf %q, want %q", name, OwnerKeyOf("ConfigMap", replica), owner.Key())
 		}
 	}
-	replica := DesiredReplica(sampleSource(), "team-a", nil, SyncOwner(syncA))
+	replica := NewTemplate(ConfigMapKind{}, sampleSource(), nil, SyncOwner(syncA)).In("team-a")
 	if len(replica.OwnerReferences) != 1 || replica.OwnerReferences[0].Name != "a" || !*replica.OwnerReferences[0].Controller {
 		t.Errorf("owner reference %+v", replica.OwnerReferences)
 	}
@@ -200,86 +202,101 @@ func TestOwnersNeverShareAReplica(t *testing.T) {
 			t.Errorf("%s owns an unmanaged ConfigMap", name)
 		}
 	}
-	if describeOwner(unmanaged) != "a ConfigMap not managed by cmsync exists" || !strings.Contains(describeOwner(replica), "ConfigMapSync a") {
-		t.Errorf("conflict texts: %q / %q", describeOwner(unmanaged), describeOwner(replica))
+	if DescribeHolder("ConfigMap", unmanaged) != "a ConfigMap not managed by cmsync exists" || !strings.Contains(DescribeHolder("ConfigMap", replica), "ConfigMapSync a") {
+		t.Errorf("conflict texts: %q / %q", DescribeHolder("ConfigMap", unmanaged), DescribeHolder("ConfigMap", replica))
 	}
 }
 
-func TestDiffReplicaAgainstADigestedCacheCopy(t *testing.T) {
+// settingsOwner owns the replicas of sampleSource's annotations.
+var settingsOwner = AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "settings"})
+
+// fingerprinted is replica in the form the replica cache holds its content.
+func fingerprinted(replica *corev1.ConfigMap) *corev1.ConfigMap {
+	out := replica.DeepCopy()
+	kind := ConfigMapKind{}
+	kind.SetContent(out, kind.Fingerprint(kind.Content(out)))
+	return out
+}
+
+func TestDiffAgainstAFingerprintedCacheCopy(t *testing.T) {
 	src := sampleSource()
-	long := strings.Repeat("v", 10*digestThreshold)
+	long := strings.Repeat("v", 10*longValue)
 	src.Data["long"] = long
 	src.BinaryData["long"] = []byte(long)
-	desired := DesiredReplica(src, "team-a", nil, AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "settings"}))
-	cached := desired.DeepCopy()
-	digestValues(cached)
+	template := NewTemplate(ConfigMapKind{}, src, nil, settingsOwner)
+	cached := fingerprinted(template.In("team-a"))
 	if cached.Data["long"] == long || cached.Data["k"] != "v" {
-		t.Fatalf("digest kept the long value or changed a short one: %q", cached.Data)
+		t.Fatalf("fingerprinting kept the long value or changed a short one: %q", cached.Data)
 	}
-	twice := cached.DeepCopy()
-	digestValues(twice) // informers may transform an object again
-	if !reflect.DeepEqual(twice, cached) {
-		t.Fatalf("digestValues is not idempotent")
+	if twice := fingerprinted(cached); !reflect.DeepEqual(twice, cached) {
+		t.Fatalf("fingerprinting is not idempotent") // informers may transform an object again
 	}
-	if d := DiffReplica(desired, cached); !d.InSync() {
-		t.Errorf("an equal replica differs from its digested copy: %+v", d)
+	if d := template.Diff(cached); !d.InSync() {
+		t.Errorf("an equal replica differs from its fingerprinted copy: %+v", d)
 	}
-	edited := desired.DeepCopy()
+	edited := template.In("team-a")
 	edited.Data["long"] = long + "!"
-	digestValues(edited)
-	if d := DiffReplica(desired, edited); !d.Content {
-		t.Errorf("an edited long value was not noticed through its digest")
+	if d := template.Diff(fingerprinted(edited)); !d.Content {
+		t.Errorf("an edited long value was not noticed through its fingerprint")
 	}
-	// A value the API server returns (not digested) compares as it is.
-	if d := DiffReplica(desired, desired.DeepCopy()); !d.InSync() {
-		t.Errorf("undigested copy differs: %+v", d)
+	// Nobody can plant a value that passes for the fingerprint of the source's value
+	// without the process's key: a plain digest of it is a different value.
+	forged := template.In("team-a")
+	forged.Data["long"] = "sha256:" + strings.Repeat("0", 64)
+	if d := template.Diff(fingerprinted(forged)); !d.Content {
+		t.Errorf("a digest-shaped value passed for the source's value")
 	}
 }
 
-func keyOf(cm *corev1.ConfigMap) types.NamespacedName {
-	return types.NamespacedName{Namespace: cm.Namespace, Name: cm.Name}
+func TestFingerprintValues(t *testing.T) {
+	long := strings.Repeat("x", 100)
+	got := FingerprintValues(map[string]string{"short": "v", "long": long}, longValue)
+	if got["short"] != "v" || got["long"] == long || !isFingerprint(got["long"]) {
+		t.Errorf("fingerprints: %v", got)
+	}
+	if again := FingerprintValues(got, longValue); !reflect.DeepEqual(again, got) {
+		t.Errorf("fingerprinting twice changed %v into %v", got, again)
+	}
+	if every := FingerprintValues(map[string][]byte{"s": []byte("v")}, -1); !isFingerprint(every["s"]) {
+		t.Errorf("longerThan -1 must fingerprint every value: %q", every["s"])
+	}
+	if FingerprintValues[string](nil, 0) != nil {
+		t.Errorf("nil map must stay nil")
+	}
 }
 
-func TestDiffReplicaAgainstCompactOwnership(t *testing.T) {
-	desired := DesiredReplica(sampleSource(), "team-a", nil, AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "settings"}))
-	actual := desired.DeepCopy()
+func TestDiffReadsOwnershipFromManagedFields(t *testing.T) {
+	template := NewTemplate(ConfigMapKind{}, sampleSource(), nil, settingsOwner)
+	actual := template.In("team-a")
 	actual.Labels["old"] = "1"
 	actual.Labels["theirs"] = "1"
-	actual.ManagedFields = managedFields(v1alpha1.FieldManager, metav1.ManagedFieldsOperationUpdate,
-		`{"f:metadata":{"f:labels":{"f:old":{},"f:team":{}},"f:annotations":{"f:note":{}}}}`)
-	full := DiffReplica(desired, actual)
-	compactOwnership(actual)
-	if actual.ManagedFields != nil {
-		t.Fatalf("managedFields kept")
+	actual.ManagedFields = append(managedFields(v1alpha1.FieldManager, metav1.ManagedFieldsOperationUpdate,
+		`{"f:metadata":{"f:labels":{"f:old":{},"f:team":{}},"f:annotations":{"f:note":{}}}}`),
+		managedFields("kubectl", metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{"f:labels":{"f:theirs":{}}}}`)...)
+	if d := template.Diff(actual); !slices.Equal(d.StaleLabels, []string{"old"}) {
+		t.Errorf("stale labels %v, want [old]", d.StaleLabels)
 	}
-	again := actual.DeepCopy()
-	compactOwnership(again)
-	if !reflect.DeepEqual(again, actual) {
-		t.Fatalf("compactOwnership is not idempotent")
-	}
-	compact := DiffReplica(desired, actual)
-	if !slices.Equal(compact.StaleLabels, []string{"old"}) || !reflect.DeepEqual(full.StaleLabels, compact.StaleLabels) {
-		t.Errorf("stale labels from the compact form %v, from managedFields %v", compact.StaleLabels, full.StaleLabels)
+	labels, annotations := MetadataKeysManagedBy(actual, v1alpha1.FieldManager)
+	if !labels.Equal(sets.New("old", "team")) || !annotations.Equal(sets.New("note")) {
+		t.Errorf("keys managed by cmsync: labels %v annotations %v", sets.List(labels), sets.List(annotations))
 	}
 }
 
-func TestReplacementReplicaKeepsWhatIsNotCmsyncs(t *testing.T) {
-	owner := AnnotationOwner(types.NamespacedName{Namespace: "platform", Name: "settings"})
-	desired := DesiredReplica(sampleSource(), "team-a", nil, owner)
-	actual := desired.DeepCopy()
+func TestReplacementKeepsWhatIsNotCmsyncs(t *testing.T) {
+	template := NewTemplate(ConfigMapKind{}, sampleSource(), nil, settingsOwner)
+	want := template.In("team-a")
+	actual := template.In("team-a")
 	actual.UID, actual.ResourceVersion = "r1", "42"
 	actual.Finalizers = []string{"example.com/hold"}
-	actual.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "someone"}}
+	actual.ManagedFields = managedFields(v1alpha1.FieldManager, metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{"f:labels":{"f:old-cmsync-label":{}}}}`)
 	actual.Labels["added-by-user"] = "yes"
 	actual.Labels["old-cmsync-label"] = "x"
 	actual.Annotations["note"] = "outdated"
-	actual.Annotations[v1alpha1.CacheDigestedAnnotation] = "true"
-	actual.Annotations[v1alpha1.CacheOwnedKeysAnnotation] = "l:old-cmsync-label"
 	actual.Data = map[string]string{"k": "old", "added-key": "z"}
 	before := actual.DeepCopy()
-	diff := DiffReplica(desired, actual)
+	diff := template.Diff(actual)
 
-	got := ReplacementReplica(desired, actual, diff)
+	got := template.Replacement(actual, diff)
 
 	if got.ResourceVersion != "42" || got.UID != "r1" || !slices.Equal(got.Finalizers, []string{"example.com/hold"}) {
 		t.Errorf("identity and finalizers: got uid %q rv %q finalizers %v", got.UID, got.ResourceVersion, got.Finalizers)
@@ -293,7 +310,7 @@ func TestReplacementReplicaKeepsWhatIsNotCmsyncs(t *testing.T) {
 	if _, ok := got.Labels["old-cmsync-label"]; ok {
 		t.Errorf("a stale label cmsync owns was kept: %v", got.Labels)
 	}
-	for k, v := range desired.Labels {
+	for k, v := range want.Labels {
 		if got.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, got.Labels[k], v)
 		}
@@ -301,15 +318,33 @@ func TestReplacementReplicaKeepsWhatIsNotCmsyncs(t *testing.T) {
 	if got.Annotations["note"] != "n" {
 		t.Errorf("annotation note = %q, want the source's value", got.Annotations["note"])
 	}
-	for _, k := range []string{v1alpha1.CacheDigestedAnnotation, v1alpha1.CacheOwnedKeysAnnotation} {
-		if _, ok := got.Annotations[k]; ok {
-			t.Errorf("the cache's own annotation %s would be written", k)
-		}
-	}
-	if !reflect.DeepEqual(got.Data, desired.Data) || !reflect.DeepEqual(got.BinaryData, desired.BinaryData) || !isImmutable(got) {
-		t.Errorf("content: got %v %v immutable %v, want the desired", got.Data, got.BinaryData, isImmutable(got))
+	if !reflect.DeepEqual(got.Data, want.Data) || !reflect.DeepEqual(got.BinaryData, want.BinaryData) || !isTrue(got.Immutable) {
+		t.Errorf("content: got %v %v immutable %v, want the desired", got.Data, got.BinaryData, got.Immutable)
 	}
 	if !reflect.DeepEqual(actual, before) {
-		t.Error("ReplacementReplica modified the cached replica")
+		t.Error("Replacement modified the cached replica")
+	}
+}
+
+func TestUpdatePatch(t *testing.T) {
+	template := NewTemplate(ConfigMapKind{}, sampleSource(), nil, settingsOwner)
+	patch, err := template.UpdatePatch("u9", Diff{StaleLabels: []string{"old"}, StaleText: []string{"gone"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(patch, &got); err != nil {
+		t.Fatal(err)
+	}
+	metadata := got["metadata"].(map[string]any)
+	if metadata["uid"] != "u9" || metadata["labels"].(map[string]any)["old"] != nil || metadata["labels"].(map[string]any)["team"] != "platform" {
+		t.Errorf("metadata %v", metadata)
+	}
+	data := got["data"].(map[string]any)
+	if _, ok := data["gone"]; !ok || data["gone"] != nil || data["k"] != "v" {
+		t.Errorf("data %v: want k and a null for gone", data)
+	}
+	if got["binaryData"].(map[string]any)["b"] != "AQ==" || got["immutable"] != true {
+		t.Errorf("binaryData or immutable: %v", got)
 	}
 }

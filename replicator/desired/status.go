@@ -1,4 +1,4 @@
-package replicator
+package desired
 
 import (
 	"encoding/json"
@@ -19,6 +19,90 @@ const maxMessageLength = 1024
 // shownProblems is how many namespaces a message names before "and N more".
 const shownProblems = 3
 
+// Outcome is what a pass did, or could not do, in one target namespace.
+type Outcome int
+
+// The outcomes of one target namespace.
+const (
+	InSync Outcome = iota
+	Created
+	Updated
+	Recreated
+	Conflict
+	Failed
+)
+
+// Wrote reports whether the outcome wrote a replica.
+func (o Outcome) Wrote() bool { return o == Created || o == Updated || o == Recreated }
+
+// Result is the outcome of one target namespace; Err explains Conflict and Failed.
+type Result struct {
+	Namespace string
+	Outcome   Outcome
+	Err       error
+}
+
+// Summary sums a pass up, once, for everything that reports on it: the status of the
+// source or ConfigMapSync, the Events, the log and the metrics.
+type Summary struct {
+	// Targets is the number of target namespaces; Synced of them hold a replica equal
+	// to the desired one, Conflicts are blocked by an object cmsync does not own for
+	// this owner, Failures could not be written.
+	Targets, Synced, Conflicts, Failures int
+	// Written counts the replicas created, updated or replaced; Deleted those deleted
+	// because they are no longer wanted.
+	Written, Deleted int
+	// State is Synced or Degraded; Message says why, in one bounded line.
+	State, Message string
+	// NotInSync are the results of the namespaces in conflict or failed, in target order.
+	NotInSync []Result
+}
+
+// Changed reports whether the pass wrote or deleted a replica.
+func (s Summary) Changed() bool { return s.Written > 0 || s.Deleted > 0 }
+
+// SyncedCount is the "<in sync>/<targets>" of the synced annotation.
+func (s Summary) SyncedCount() string { return fmt.Sprintf("%d/%d", s.Synced, s.Targets) }
+
+// Summarize sums up a pass over the targets. Every target must hold a replica equal to
+// the desired one for Synced; a conflict, a failed write or a replica that could not be
+// deleted makes the source Degraded.
+func Summarize(results []Result, deleted int, cleanupErr error) Summary {
+	s := Summary{Targets: len(results), Deleted: deleted, State: v1alpha1.StatusSynced}
+	var problems []string
+	for _, r := range results {
+		switch r.Outcome {
+		case Conflict:
+			s.Conflicts++
+			problems = append(problems, fmt.Sprintf("conflict in %s: %v", r.Namespace, r.Err))
+		case Failed:
+			s.Failures++
+			problems = append(problems, fmt.Sprintf("failed in %s: %v", r.Namespace, r.Err))
+		default:
+			s.Synced++
+		}
+		if r.Outcome.Wrote() {
+			s.Written++
+		}
+		if r.Outcome == Conflict || r.Outcome == Failed {
+			s.NotInSync = append(s.NotInSync, r)
+		}
+	}
+	if cleanupErr != nil {
+		problems = append(problems, oneLine(cleanupErr.Error()))
+	}
+	switch {
+	case len(problems) > 0:
+		s.State = v1alpha1.StatusDegraded
+		s.Message = summarize(problems)
+	case len(results) == 0:
+		s.Message = "no namespace matches the targets"
+	default:
+		s.Message = fmt.Sprintf("in sync in %d %s", len(results), plural(len(results), "namespace", "namespaces"))
+	}
+	return s
+}
+
 // SourceStatus is what the status annotations of a source say.
 type SourceStatus struct {
 	State   string
@@ -26,36 +110,9 @@ type SourceStatus struct {
 	Message string
 }
 
-// StatusOf sums up a pass over the targets. Every target must hold a replica equal to
-// the desired one for Synced; a conflict, a failed write or a replica that could not be
-// deleted makes the source Degraded.
-func StatusOf(results []NamespaceResult, cleanupErr error) SourceStatus {
-	synced := 0
-	var problems []string
-	for _, r := range results {
-		switch r.Outcome {
-		case Conflict:
-			problems = append(problems, fmt.Sprintf("conflict in %s: %v", r.Namespace, r.Err))
-		case Failed:
-			problems = append(problems, fmt.Sprintf("failed in %s: %v", r.Namespace, r.Err))
-		default:
-			synced++
-		}
-	}
-	if cleanupErr != nil {
-		problems = append(problems, oneLine(cleanupErr.Error()))
-	}
-	status := SourceStatus{State: v1alpha1.StatusSynced, Synced: fmt.Sprintf("%d/%d", synced, len(results))}
-	switch {
-	case len(problems) > 0:
-		status.State = v1alpha1.StatusDegraded
-		status.Message = summarize(problems)
-	case len(results) == 0:
-		status.Message = "no namespace matches the targets"
-	default:
-		status.Message = fmt.Sprintf("in sync in %d %s", len(results), plural(len(results), "namespace", "namespaces"))
-	}
-	return status
+// SourceStatus is the status annotations' view of the summary.
+func (s Summary) SourceStatus() SourceStatus {
+	return SourceStatus{State: s.State, Synced: s.SyncedCount(), Message: s.Message}
 }
 
 // InvalidStatus is the status of a source cmsync refuses to act on; synced keeps the
@@ -141,35 +198,29 @@ func plural(n int, one, many string) string {
 // the condition message still cover every namespace.
 const maxFailedNamespaces = 20
 
-// SetSyncStatus writes the outcome of a pass into a ConfigMapSync's status. changed marks
-// a pass that wrote or deleted a replica: only then does lastSyncTime move. Conditions
-// keep their lastTransitionTime while their status does not change, so an unchanged
-// outcome leaves the status deep-equal to what it was.
-func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, source string, results []NamespaceResult, cleanupErr error, changed bool, now metav1.Time) {
-	summary := StatusOf(results, cleanupErr)
-	counts := CountReplicas(results)
+// SetSyncStatus writes the summary of a pass into a ConfigMapSync's status. Only a
+// pass that wrote or deleted a replica moves lastSyncTime. Conditions keep their
+// lastTransitionTime while their status does not change, so an unchanged outcome
+// leaves the status deep-equal to what it was.
+func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, source string, s Summary, now metav1.Time) {
 	status.ObservedGeneration = generation
 	status.Source = source
-	status.TargetNamespaces = int32(len(results))
-	status.SyncedNamespaces = int32(counts.Synced)
-	status.Synced = summary.Synced
+	status.TargetNamespaces = int32(s.Targets)
+	status.SyncedNamespaces = int32(s.Synced)
+	status.Synced = s.SyncedCount()
 	status.FailedNamespaces = nil
-	for _, r := range results {
-		if len(status.FailedNamespaces) == maxFailedNamespaces {
-			break
+	for _, r := range s.NotInSync[:min(len(s.NotInSync), maxFailedNamespaces)] {
+		reason := v1alpha1.ReasonFailed
+		if r.Outcome == Conflict {
+			reason = v1alpha1.ReasonConflict
 		}
-		switch r.Outcome {
-		case Conflict:
-			status.FailedNamespaces = append(status.FailedNamespaces, v1alpha1.FailedNamespace{Namespace: r.Namespace, Reason: v1alpha1.ReasonConflict, Message: truncate(oneLine(r.Err.Error()))})
-		case Failed:
-			status.FailedNamespaces = append(status.FailedNamespaces, v1alpha1.FailedNamespace{Namespace: r.Namespace, Reason: v1alpha1.ReasonFailed, Message: truncate(oneLine(r.Err.Error()))})
-		}
+		status.FailedNamespaces = append(status.FailedNamespaces, v1alpha1.FailedNamespace{Namespace: r.Namespace, Reason: reason, Message: truncate(oneLine(r.Err.Error()))})
 	}
-	if changed {
+	if s.Changed() {
 		status.LastSyncTime = &now
 	}
-	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced, Message: summary.Message, ObservedGeneration: generation}
-	if summary.State == v1alpha1.StatusDegraded {
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced, Message: s.Message, ObservedGeneration: generation}
+	if s.State == v1alpha1.StatusDegraded {
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonDegraded
 	}
 	meta.SetStatusCondition(&status.Conditions, ready)

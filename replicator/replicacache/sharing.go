@@ -1,6 +1,8 @@
-package replicator
+package replicacache
 
 import (
+	"bytes"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -8,15 +10,17 @@ import (
 	"time"
 	"unique"
 
-	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // The replicas of one owner are copies of one source: in the replica cache their
-// labels, annotations and (digested) data are equal map for map. mapSharer lets them
-// share one instance of each map, so the cache holds a source's metadata and content
-// once, not once per target namespace. It is safe because the replica cache's objects
-// are never modified after the transform (reads skip the deep copy for the same
-// reason), and an object already compacted is never transformed again.
+// labels, annotations, (fingerprinted) content and reduced managedFields are equal map
+// for map. mapSharer lets them share one instance of each, so the cache holds a
+// source's metadata and content once, not once per target namespace. It is safe
+// because the replica cache's objects are never modified after the transform (reads
+// skip the deep copy for the same reason).
 type mapSharer struct {
 	mu       sync.Mutex
 	byOwner  map[string]*sharedMaps
@@ -26,8 +30,9 @@ type mapSharer struct {
 
 // sharedMaps are the current maps of one owner's replicas, with their encodings.
 type sharedMaps struct {
-	labels, annotations, data sharedMap[string]
-	binaryData                sharedMap[[]byte]
+	labels, annotations, text sharedMap[string]
+	binary                    sharedMap[[]byte]
+	managedFields             sharedValue[[]metav1.ManagedFieldsEntry]
 	used                      time.Time
 }
 
@@ -37,19 +42,25 @@ type sharedMap[V string | []byte] struct {
 	m        map[string]V
 }
 
+// sharedValue is the current instance of another value of an owner's replicas.
+type sharedValue[V any] struct {
+	encoding []byte
+	v        V
+}
+
 // idleOwner: an owner whose replicas saw no event for this long loses its entry (its
 // replicas keep their maps; the next event starts sharing again).
 const idleOwner = 10 * time.Minute
 
 func newMapSharer() *mapSharer { return &mapSharer{byOwner: map[string]*sharedMaps{}} }
 
-// share replaces cm's maps by the owner's equal ones, or makes cm's the owner's, and
+// share replaces obj's maps by the owner's equal ones, or makes obj's the owner's, and
 // interns its name and namespace (shared by the replicas of a source and of a
 // namespace).
-func (s *mapSharer) share(cm *corev1.ConfigMap) {
-	cm.Name = unique.Make(cm.Name).Value()
-	cm.Namespace = unique.Make(cm.Namespace).Value()
-	owner := OwnerKeyOf(cm) + "\x00" + cm.Name
+func share[T desired.Object](s *mapSharer, kind desired.Kind[T], obj T) {
+	obj.SetName(unique.Make(obj.GetName()).Value())
+	obj.SetNamespace(unique.Make(obj.GetNamespace()).Value())
+	owner := desired.OwnerKeyOf(kind.Name(), obj) + "\x00" + obj.GetName()
 	now := time.Now()
 
 	s.mu.Lock()
@@ -61,10 +72,12 @@ func (s *mapSharer) share(cm *corev1.ConfigMap) {
 		s.byOwner[owner] = shared
 	}
 	shared.used = now
-	cm.Labels = shared.labels.adopt(cm.Labels)
-	cm.Annotations = shared.annotations.adopt(cm.Annotations)
-	cm.Data = shared.data.adopt(cm.Data)
-	cm.BinaryData = shared.binaryData.adopt(cm.BinaryData)
+	obj.SetLabels(shared.labels.adopt(obj.GetLabels()))
+	obj.SetAnnotations(shared.annotations.adopt(obj.GetAnnotations()))
+	obj.SetManagedFields(shared.managedFields.adopt(obj.GetManagedFields()))
+	c := kind.Content(obj)
+	c.Text, c.Binary = shared.text.adopt(c.Text), shared.binary.adopt(c.Binary)
+	kind.SetContent(obj, c)
 }
 
 func (s *mapSharer) tidy(now time.Time) {
@@ -91,6 +104,20 @@ func (sm *sharedMap[V]) adopt(m map[string]V) map[string]V {
 	}
 	sm.encoding, sm.m = enc, m
 	return m
+}
+
+// adopt returns the shared value when v encodes alike (as JSON), else makes v the
+// shared one.
+func (sv *sharedValue[V]) adopt(v V) V {
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	if sv.encoding != nil && bytes.Equal(sv.encoding, enc) {
+		return sv.v
+	}
+	sv.encoding, sv.v = enc, v
+	return v
 }
 
 // encodeMap is a canonical encoding of m: keys sorted, each key and value prefixed by

@@ -1,4 +1,4 @@
-package replicator
+package desired
 
 import (
 	"strings"
@@ -89,7 +89,7 @@ func FuzzParseSyncTargets(f *testing.F) {
 	})
 }
 
-func FuzzDesiredReplica(f *testing.F) {
+func FuzzTemplate(f *testing.F) {
 	f.Add("key", "value", "example.com/*", []byte{0, 1})
 	f.Fuzz(func(t *testing.T, key, value, strip string, binary []byte) {
 		if !utf8.ValidString(key) || !utf8.ValidString(value) {
@@ -103,14 +103,12 @@ func FuzzDesiredReplica(f *testing.F) {
 		if err != nil {
 			globs = nil
 		}
-		owner := AnnotationOwner(keyOf(src))
-		desired := DesiredReplica(src, "team-a", globs, owner)
-		if !owner.Owns(desired) {
+		template := NewTemplate(ConfigMapKind{}, src, globs, settingsOwner)
+		replica := template.In("team-a")
+		if !settingsOwner.Owns(replica) {
 			t.Fatalf("the desired replica is not owned by its source")
 		}
-		cached := desired.DeepCopy()
-		digestValues(cached)
-		if d := DiffReplica(desired, cached); !d.InSync() {
+		if d := template.Diff(fingerprinted(replica)); !d.InSync() {
 			t.Fatalf("a replica differs from its own cached form: %+v", d)
 		}
 	})

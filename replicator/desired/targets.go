@@ -1,4 +1,4 @@
-package replicator
+package desired
 
 import (
 	"errors"
@@ -121,6 +121,19 @@ func ParseTargetAnnotations(namespaces, selector *string) (TargetSpec, error) {
 		return TargetSpec{}, err
 	}
 	return spec, nil
+}
+
+// TargetsOf parses the target annotations of a source.
+func TargetsOf(source metav1.Object) (TargetSpec, error) {
+	return ParseTargetAnnotations(annotationOf(source, v1alpha1.TargetNamespacesAnnotation), annotationOf(source, v1alpha1.TargetSelectorAnnotation))
+}
+
+// annotationOf returns a pointer to an annotation's value, nil when it is absent.
+func annotationOf(obj metav1.Object, key string) *string {
+	if v, ok := obj.GetAnnotations()[key]; ok {
+		return &v
+	}
+	return nil
 }
 
 // ParseNamespaceList splits a comma list of namespace names and globs into include and

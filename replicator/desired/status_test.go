@@ -1,4 +1,4 @@
-package replicator
+package desired
 
 import (
 	"encoding/json"
@@ -11,25 +11,25 @@ import (
 )
 
 func TestStatusOf(t *testing.T) {
-	notOurs := errNotOurs{holder: "a ConfigMap not managed by cmsync exists"}
+	notOurs := errors.New("a ConfigMap not managed by cmsync exists")
 	tests := []struct {
 		name        string
-		results     []NamespaceResult
+		results     []Result
 		cleanupErr  error
 		wantState   string
 		wantSynced  string
 		wantMessage string
 	}{
 		{name: "no targets", wantState: "Synced", wantSynced: "0/0", wantMessage: "no namespace matches the targets"},
-		{name: "all in sync", results: []NamespaceResult{{Namespace: "a", Outcome: Created}, {Namespace: "b", Outcome: InSync}},
+		{name: "all in sync", results: []Result{{Namespace: "a", Outcome: Created}, {Namespace: "b", Outcome: InSync}},
 			wantState: "Synced", wantSynced: "2/2", wantMessage: "in sync in 2 namespaces"},
-		{name: "conflict", results: []NamespaceResult{{Namespace: "a"}, {Namespace: "team-b", Outcome: Conflict, Err: notOurs}},
+		{name: "conflict", results: []Result{{Namespace: "a"}, {Namespace: "team-b", Outcome: Conflict, Err: notOurs}},
 			wantState: "Degraded", wantSynced: "1/2", wantMessage: "conflict in team-b: a ConfigMap not managed by cmsync exists"},
-		{name: "failure", results: []NamespaceResult{{Namespace: "a", Outcome: Failed, Err: errors.New("quota\nexceeded")}},
+		{name: "failure", results: []Result{{Namespace: "a", Outcome: Failed, Err: errors.New("quota\nexceeded")}},
 			wantState: "Degraded", wantSynced: "0/1", wantMessage: "failed in a: quota exceeded"},
-		{name: "cleanup failure", results: []NamespaceResult{{Namespace: "a"}}, cleanupErr: errors.New("deleting replica in b: forbidden"),
+		{name: "cleanup failure", results: []Result{{Namespace: "a"}}, cleanupErr: errors.New("deleting replica in b: forbidden"),
 			wantState: "Degraded", wantSynced: "1/1", wantMessage: "deleting replica in b: forbidden"},
-		{name: "many problems", results: []NamespaceResult{
+		{name: "many problems", results: []Result{
 			{Namespace: "a", Outcome: Conflict, Err: notOurs}, {Namespace: "b", Outcome: Conflict, Err: notOurs},
 			{Namespace: "c", Outcome: Conflict, Err: notOurs}, {Namespace: "d", Outcome: Conflict, Err: notOurs},
 			{Namespace: "e", Outcome: Conflict, Err: notOurs}},
@@ -37,7 +37,7 @@ func TestStatusOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := StatusOf(tt.results, tt.cleanupErr)
+			got := Summarize(tt.results, 0, tt.cleanupErr).SourceStatus()
 			if got.State != tt.wantState || got.Synced != tt.wantSynced || !strings.Contains(got.Message, tt.wantMessage) {
 				t.Errorf("got %+v", got)
 			}

@@ -1,0 +1,106 @@
+// Package desired decides what cmsync wants: it parses what users wrote, resolves the
+// target namespaces, builds the replica a source wants and compares it with the one
+// that exists, and sums a pass up as a status. It is pure: no client, cache, clock or
+// logger, so every decision is table-tested on its own, and the code that acts
+// (replicator) only writes what was decided here.
+package desired
+
+import (
+	"bytes"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Object is an object of a kind cmsync replicates.
+type Object interface {
+	metav1.Object
+	runtime.Object
+}
+
+// ObjectList is a list of objects of a kind.
+type ObjectList interface {
+	metav1.ListInterface
+	runtime.Object
+}
+
+// Content is what a replica copies from its source besides labels and annotations, in
+// one form for every kind, so that the replica's content is built, compared,
+// fingerprinted and patched by one piece of code. The maps are the object's own.
+type Content struct {
+	// Type is a Secret's type; empty for a ConfigMap.
+	Type string
+	// Immutable is the object's immutable flag.
+	Immutable *bool
+	// Text is a ConfigMap's data.
+	Text map[string]string
+	// Binary is a ConfigMap's binaryData.
+	Binary map[string][]byte
+}
+
+// Kind is what the code shared by every kind must know about one of them: how to read
+// and set its content, how its content is fingerprinted, and how its content fields are
+// named in a patch. Metadata (labels, annotations, markers, ownership) is the same for
+// every kind and handled once.
+type Kind[T Object] interface {
+	// Name is the kind as the API names it ("ConfigMap").
+	Name() string
+	// New returns an empty object of the kind.
+	New() T
+	// NewList returns an empty list of the kind.
+	NewList() ObjectList
+	// Content returns the content of obj; its maps are obj's own.
+	Content(obj T) Content
+	// SetContent sets obj's content to c; the maps are taken, not copied.
+	SetContent(obj T, c Content)
+	// Fingerprint returns c with each value that is not to be held in memory replaced
+	// by its fingerprint (see FingerprintValues). The replica cache keeps replicas in
+	// this form, and a desired replica is compared in it.
+	Fingerprint(c Content) Content
+	// PatchFields names the API fields of Content.Text and Content.Binary; empty when
+	// the kind has no such field.
+	PatchFields() (text, binary string)
+}
+
+// ConfigMapKind describes ConfigMaps: data, binaryData and immutable.
+type ConfigMapKind struct{}
+
+// longValue: ConfigMap values up to this length are held as they are; a fingerprint
+// would save nothing.
+const longValue = 64
+
+func (ConfigMapKind) Name() string                  { return "ConfigMap" }
+func (ConfigMapKind) New() *corev1.ConfigMap        { return &corev1.ConfigMap{} }
+func (ConfigMapKind) NewList() ObjectList           { return &corev1.ConfigMapList{} }
+func (ConfigMapKind) PatchFields() (string, string) { return "data", "binaryData" }
+
+func (ConfigMapKind) Content(cm *corev1.ConfigMap) Content {
+	return Content{Immutable: cm.Immutable, Text: cm.Data, Binary: cm.BinaryData}
+}
+
+func (ConfigMapKind) SetContent(cm *corev1.ConfigMap, c Content) {
+	cm.Immutable, cm.Data, cm.BinaryData = c.Immutable, c.Text, c.Binary
+}
+
+// Fingerprint keeps short values and replaces long ones: replicas are copies of their
+// source, so holding their values again would make memory grow with the size of the
+// source times its targets.
+func (ConfigMapKind) Fingerprint(c Content) Content {
+	return Content{
+		Type:      c.Type,
+		Immutable: c.Immutable,
+		Text:      FingerprintValues(c.Text, longValue),
+		Binary:    FingerprintValues(c.Binary, longValue),
+	}
+}
+
+// SameContent reports whether two contents are equal, as a replica's must be to its
+// source's.
+func SameContent(a, b Content) bool {
+	return a.Type == b.Type && isTrue(a.Immutable) == isTrue(b.Immutable) &&
+		maps.Equal(a.Text, b.Text) && maps.EqualFunc(a.Binary, b.Binary, bytes.Equal)
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }

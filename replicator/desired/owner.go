@@ -1,0 +1,121 @@
+package desired
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// Owner is on whose behalf replicas are written: the annotations of a source (the
+// annotation form), or a ConfigMapSync. Every replica has exactly one owner, read from
+// its markers: the source annotation, and for a ConfigMapSync an owner reference. Two
+// owners of the same source never share a replica: the first keeps it and the other
+// reports a conflict.
+type Owner struct {
+	// Kind is the kind of the source and its replicas.
+	Kind string
+	// Source is the object copied.
+	Source types.NamespacedName
+	// Sync references the ConfigMapSync; nil for the annotation form.
+	Sync *metav1.OwnerReference
+}
+
+// AnnotationOwner is the owner of the replicas an annotated source of kind asks for.
+func AnnotationOwner(kind string, source types.NamespacedName) Owner {
+	return Owner{Kind: kind, Source: source}
+}
+
+// SyncOwner is the owner of the replicas a ConfigMapSync asks for.
+func SyncOwner(sync *v1alpha1.ConfigMapSync) Owner {
+	return Owner{
+		Kind:   ConfigMapKind{}.Name(),
+		Source: types.NamespacedName{Namespace: sync.Spec.SourceNamespace, Name: sync.Spec.ConfigMapName},
+		Sync: &metav1.OwnerReference{
+			APIVersion: v1alpha1.GroupVersion.String(),
+			Kind:       v1alpha1.ConfigMapSyncKind,
+			Name:       sync.Name,
+			UID:        sync.UID,
+			Controller: ptr.To(true),
+		},
+	}
+}
+
+// Key identifies the owner among the owners of its kind; the replica cache of the
+// kind is indexed by it (OwnerKeyOf).
+func (o Owner) Key() string {
+	if o.Sync != nil {
+		return v1alpha1.ConfigMapSyncKind + "/" + string(o.Sync.UID)
+	}
+	return o.Kind + "/" + o.Source.String()
+}
+
+// Owns reports whether obj, of the owner's kind, is a replica of this owner: only then
+// may cmsync change or delete it for this owner. A replica whose other markers were
+// edited is still owned and is repaired; one whose managed-by label was removed has
+// been disowned.
+func (o Owner) Owns(obj metav1.Object) bool {
+	return IsReplica(obj) && obj.GetAnnotations()[v1alpha1.SourceAnnotation] == o.Source.String() && OwnerKeyOf(o.Kind, obj) == o.Key()
+}
+
+// OwnerKeyOf is the Key of the owner that a replica of kind names.
+func OwnerKeyOf(kind string, obj metav1.Object) string {
+	if ref := syncReference(obj); ref != nil {
+		return v1alpha1.ConfigMapSyncKind + "/" + string(ref.UID)
+	}
+	return kind + "/" + obj.GetAnnotations()[v1alpha1.SourceAnnotation]
+}
+
+// SyncNameOf returns the name of the ConfigMapSync owning a replica, if one does.
+func SyncNameOf(obj metav1.Object) (string, bool) {
+	if ref := syncReference(obj); ref != nil {
+		return ref.Name, true
+	}
+	return "", false
+}
+
+// IsReplica reports whether obj carries cmsync's replica markers, for any source.
+func IsReplica(obj metav1.Object) bool {
+	return obj.GetLabels()[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue &&
+		obj.GetAnnotations()[v1alpha1.SourceAnnotation] != ""
+}
+
+// SourceKeyOf reads the source a replica's annotation names, if it names one.
+func SourceKeyOf(obj metav1.Object) (types.NamespacedName, bool) {
+	return parseSourceKey(obj.GetAnnotations()[v1alpha1.SourceAnnotation])
+}
+
+// SourceID is the value of the source-id label on every replica of source: a hash,
+// because a name (up to 253 characters) does not fit in a label value (63). It lets
+// anyone list the replicas of one source with one label selector; ownership is decided
+// by the source annotation alone.
+func SourceID(source types.NamespacedName) string {
+	sum := sha256.Sum256([]byte(source.String()))
+	return hex.EncodeToString(sum[:])[:40]
+}
+
+// DescribeHolder tells a user who holds the object of kind that is in the way of a
+// replica.
+func DescribeHolder(kind string, obj metav1.Object) string {
+	switch {
+	case !IsReplica(obj):
+		return "a " + kind + " not managed by cmsync exists"
+	case syncReference(obj) != nil:
+		return "a replica managed by ConfigMapSync " + syncReference(obj).Name + " exists"
+	default:
+		return "a replica of " + obj.GetAnnotations()[v1alpha1.SourceAnnotation] + " made for its annotations exists"
+	}
+}
+
+func syncReference(obj metav1.Object) *metav1.OwnerReference {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == v1alpha1.ConfigMapSyncKind && ref.APIVersion == v1alpha1.GroupVersion.String() && ptr.Deref(ref.Controller, false) {
+			return &ref
+		}
+	}
+	return nil
+}

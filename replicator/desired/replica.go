@@ -1,0 +1,149 @@
+package desired
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// Template is the replica a source wants, alike in every target namespace: built once
+// per pass, then stamped into each target namespace (In) and compared with the replicas
+// that exist there (Diff).
+type Template[T Object] struct {
+	kind        Kind[T]
+	name        string
+	labels      map[string]string
+	annotations map[string]string
+	owner       *metav1.OwnerReference
+	content     Content
+	// fingerprint is content in the form the replica cache holds, for comparison.
+	fingerprint Content
+}
+
+// NewTemplate is the replica of source for owner: the source's name and content, its
+// labels and annotations except cmsync's own keys, kubectl's last-applied record and
+// the keys strip matches, and the replica markers. source is not modified, and must
+// not be while the template is in use.
+func NewTemplate[T Object](kind Kind[T], source T, strip []string, owner Owner) Template[T] {
+	key := types.NamespacedName{Namespace: source.GetNamespace(), Name: source.GetName()}
+	labels := copiedMetadata(source.GetLabels(), strip)
+	labels[v1alpha1.ManagedByLabel] = v1alpha1.ManagedByValue
+	labels[v1alpha1.SourceIDLabel] = SourceID(key)
+	annotations := copiedMetadata(source.GetAnnotations(), strip)
+	annotations[v1alpha1.SourceAnnotation] = key.String()
+	content := kind.Content(source)
+	return Template[T]{
+		kind:        kind,
+		name:        source.GetName(),
+		labels:      labels,
+		annotations: annotations,
+		owner:       owner.Sync,
+		content:     content,
+		fingerprint: kind.Fingerprint(content),
+	}
+}
+
+// In returns the whole replica for namespace, with maps of its own: a client may
+// decode a response into it.
+func (t Template[T]) In(namespace string) T {
+	obj := t.kind.New()
+	obj.SetName(t.name)
+	obj.SetNamespace(namespace)
+	obj.SetLabels(maps.Clone(t.labels))
+	obj.SetAnnotations(maps.Clone(t.annotations))
+	if t.owner != nil {
+		obj.SetOwnerReferences([]metav1.OwnerReference{*t.owner})
+	}
+	t.kind.SetContent(obj, t.contentCopy())
+	return obj
+}
+
+func (t Template[T]) contentCopy() Content {
+	c := t.content
+	c.Text, c.Binary = maps.Clone(c.Text), maps.Clone(c.Binary)
+	if c.Immutable != nil {
+		c.Immutable = ptr.To(*c.Immutable)
+	}
+	return c
+}
+
+// Name is the name of the replicas.
+func (t Template[T]) Name() string { return t.name }
+
+// ParseStripMetadata parses the strip-metadata annotation: a comma list of globs over
+// label and annotation keys, where "*" also matches "/" (so "*" alone strips
+// everything). A marker cmsync itself sets cannot be stripped by name.
+func ParseStripMetadata(value string) ([]string, error) {
+	var globs []string
+	for _, entry := range strings.Split(value, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		if _, err := path.Match(keyGlob(entry), ""); err != nil {
+			return nil, fmt.Errorf("invalid strip-metadata entry %q: malformed glob", entry)
+		}
+		if entry == v1alpha1.ManagedByLabel || entry == v1alpha1.SourceAnnotation || entry == v1alpha1.SourceIDLabel {
+			return nil, fmt.Errorf("invalid strip-metadata entry %q: cmsync sets this key on every replica to recognise it", entry)
+		}
+		globs = append(globs, entry)
+	}
+	if len(globs) == 0 {
+		return nil, errors.New("invalid strip-metadata: the list is empty")
+	}
+	return globs, nil
+}
+
+// StripMetadataOf parses the strip-metadata annotation of a source; absent, nothing is
+// stripped.
+func StripMetadataOf(source metav1.Object) ([]string, error) {
+	value, ok := source.GetAnnotations()[v1alpha1.StripMetadataAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	return ParseStripMetadata(value)
+}
+
+// keyGlob lets "*" in a key glob cross the "/" between a key's prefix and name:
+// path.Match treats "/" as a separator, so it is swapped for a character that cannot
+// occur in a label or annotation key.
+func keyGlob(s string) string { return strings.ReplaceAll(s, "/", "|") }
+
+func isStripped(key string, strip []string) bool {
+	for _, glob := range strip {
+		if ok, _ := path.Match(keyGlob(glob), keyGlob(key)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// copiedMetadata returns the source's labels or annotations that a replica carries:
+// all but cmsync's own keys, kubectl's last-applied record and the stripped keys.
+func copiedMetadata(from map[string]string, strip []string) map[string]string {
+	out := make(map[string]string, len(from)+2)
+	for k, v := range from {
+		if strings.HasPrefix(k, v1alpha1.Prefix) || k == v1alpha1.LastAppliedAnnotation || isStripped(k, strip) {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// parseSourceKey reads the value of a replica's source annotation.
+func parseSourceKey(value string) (types.NamespacedName, bool) {
+	namespace, name, ok := strings.Cut(value, "/")
+	if !ok || namespace == "" || name == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: namespace, Name: name}, true
+}

@@ -1,0 +1,132 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cmsync/cmsync/replicator/desired"
+)
+
+// Plan is what one pass must do for an owner: the replica of the template in each
+// target namespace, and no other replica of the owner.
+type Plan[T desired.Object] struct {
+	Targets  []string
+	Template desired.Template[T]
+}
+
+// Pass is the outcome of one pass, summed up once for every report.
+type Pass struct {
+	desired.Summary
+	// Err joins the failures worth a retry: failed writes and failed deletes.
+	Err error
+}
+
+// Run is the pass both front doors share: write the replica in every target namespace,
+// then delete the owner's replicas that are no longer wanted (in a namespace that is no
+// longer a target, or under a name the owner no longer gives them).
+func (e *Engine[T]) Run(ctx context.Context, owner desired.Owner, plan Plan[T]) (Pass, error) {
+	owned, err := e.ownedBy(owner)
+	if err != nil {
+		return Pass{}, err
+	}
+	current, unwanted := splitOwned(owned, owner, plan)
+	results := e.SyncTargets(ctx, owner, plan, current)
+	deleted, cleanupErr := e.deleteReplicas(ctx, unwanted)
+	return passOf(results, deleted, cleanupErr), nil
+}
+
+// DeleteAll deletes every replica of owner, for a source that is gone or retired.
+func (e *Engine[T]) DeleteAll(ctx context.Context, owner desired.Owner) (int, error) {
+	owned, err := e.ownedBy(owner)
+	if err != nil {
+		return 0, err
+	}
+	return e.deleteReplicas(ctx, owned)
+}
+
+// CountIn counts the targets that hold a replica of owner named name, as they are.
+func (e *Engine[T]) CountIn(owner desired.Owner, name string, targets []string) (int, error) {
+	owned, err := e.ownedBy(owner)
+	if err != nil {
+		return 0, err
+	}
+	targetSet := sets.New(targets...)
+	n := 0
+	for _, obj := range owned {
+		if obj.GetName() == name && targetSet.Has(obj.GetNamespace()) && owner.Owns(obj) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ownedBy returns every replica of owner in the replica cache, whatever its name.
+func (e *Engine[T]) ownedBy(owner desired.Owner) ([]T, error) {
+	owned, err := e.replicas.OwnedBy(owner.Key())
+	if err != nil {
+		return nil, fmt.Errorf("listing replicas of %s: %w", owner.Source, err)
+	}
+	return owned, nil
+}
+
+// splitOwned separates the owner's replicas the plan keeps, by namespace, from those
+// it does not want.
+func splitOwned[T desired.Object](owned []T, owner desired.Owner, plan Plan[T]) (map[string]T, []T) {
+	targets := sets.New(plan.Targets...)
+	current := make(map[string]T, len(owned))
+	var unwanted []T
+	for _, obj := range owned {
+		if obj.GetName() == plan.Template.Name() && targets.Has(obj.GetNamespace()) && owner.Owns(obj) {
+			current[obj.GetNamespace()] = obj
+		} else {
+			unwanted = append(unwanted, obj)
+		}
+	}
+	return current, unwanted
+}
+
+func passOf(results []desired.Result, deleted int, cleanupErr error) Pass {
+	var errs []error
+	for _, r := range results {
+		if r.Outcome == desired.Failed {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Namespace, r.Err))
+		}
+	}
+	return Pass{Summary: desired.Summarize(results, deleted, cleanupErr), Err: errors.Join(append(errs, cleanupErr)...)}
+}
+
+// door is what both front doors share: the engine that writes their replicas, the
+// controller's policy, and where they report.
+type door[T desired.Object] struct {
+	engine   *Engine[T]
+	policy   desired.Policy
+	recorder events.EventRecorder
+	metrics  *Metrics
+	// conflictRecheck is how soon an owner with a conflict looks again: an unmanaged
+	// object in the way is not in cmsync's caches, so its removal raises no event.
+	conflictRecheck time.Duration
+}
+
+// finish is the tail of every pass: the metrics, a log line when replicas changed, and
+// when to look again. Failures back off through the rate limiter; conflicts are
+// rechecked on a timer.
+func (d *door[T]) finish(ctx context.Context, owner desired.Owner, pass Pass, reportErr error) (ctrl.Result, error) {
+	d.metrics.RecordSource(owner.Key(), pass.Summary)
+	if pass.Changed() {
+		log.FromContext(ctx).Info("replicas written", "written", pass.Written, "deleted", pass.Deleted, "synced", pass.SyncedCount())
+	}
+	if err := errors.Join(pass.Err, reportErr); err != nil {
+		return ctrl.Result{}, err
+	}
+	if pass.Conflicts > 0 {
+		return ctrl.Result{RequeueAfter: d.conflictRecheck}, nil
+	}
+	return ctrl.Result{}, nil
+}

@@ -1,0 +1,125 @@
+// Package replicacache is the replica cache: for one kind, the objects carrying
+// cmsync's managed-by label, held in a compact form (compact.go) and indexed by owner.
+// Memory grows with what cmsync wrote, not with the objects of the cluster.
+package replicacache
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
+)
+
+// ownerIndex indexes the cache by desired.OwnerKeyOf, so the replicas of one owner are
+// found without scanning every replica.
+const ownerIndex = "cmsync.owner"
+
+// Cache is the replica cache of kind T. Its objects are the cache's own: read them,
+// never modify them.
+type Cache[T desired.Object] struct {
+	cache.Cache
+	kind    desired.Kind[T]
+	byOwner toolscache.Indexer
+}
+
+// Config is what a cache needs of the manager.
+type Config struct {
+	REST       *rest.Config
+	HTTPClient *http.Client
+	Scheme     *runtime.Scheme
+	Mapper     meta.RESTMapper
+}
+
+// New builds the replica cache of kind. The caller starts it (mgr.Add) and waits for
+// it before reconciling (the controller's watch does).
+func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]) (*Cache[T], error) {
+	sharer := newMapSharer()
+	replicas, err := cache.New(cfg.REST, cache.Options{
+		HTTPClient: cfg.HTTPClient,
+		Scheme:     cfg.Scheme,
+		Mapper:     cfg.Mapper,
+		ByObject: map[client.Object]cache.ByObject{
+			// Reads never modify cached replicas (writes are built from the desired
+			// replica), so they can skip the deep copy that would otherwise copy every
+			// replica of a source on every pass.
+			kind.New(): {Label: Selector(), Transform: transform(kind, sharer), UnsafeDisableDeepCopy: ptr.To(true)},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the %s replica cache: %w", kind.Name(), err)
+	}
+	// The owner index sits on the informer itself: the cache's IndexField would also
+	// index every replica under "<namespace>/<owner>", a set per replica, which costs
+	// more memory than the replica.
+	informer, err := replicas.GetInformer(ctx, kind.New())
+	if err != nil {
+		return nil, fmt.Errorf("indexing the %s replica cache: %w", kind.Name(), err)
+	}
+	shared, ok := informer.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, fmt.Errorf("indexing the %s replica cache: unexpected informer %T", kind.Name(), informer)
+	}
+	err = shared.AddIndexers(toolscache.Indexers{ownerIndex: func(obj any) ([]string, error) {
+		if replica, ok := obj.(T); ok {
+			return []string{desired.OwnerKeyOf(kind.Name(), replica)}, nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("indexing the %s replica cache: %w", kind.Name(), err)
+	}
+	return &Cache[T]{Cache: replicas, kind: kind, byOwner: shared.GetIndexer()}, nil
+}
+
+// OwnedBy returns the cached replicas naming the owner with this key (Owner.Key).
+func (c *Cache[T]) OwnedBy(ownerKey string) ([]T, error) {
+	objs, err := c.byOwner.ByIndex(ownerIndex, ownerKey)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(objs))
+	for _, obj := range objs {
+		if replica, ok := obj.(T); ok {
+			out = append(out, replica)
+		}
+	}
+	return out, nil
+}
+
+// Compact puts an object read from the API server into the form the cache holds, in
+// place, so it compares with a desired replica as a cached one does.
+func (c *Cache[T]) Compact(obj T) T {
+	compact(c.kind, obj)
+	return obj
+}
+
+// Selector selects the objects cmsync wrote. It does not require the source-id label,
+// so a replica whose source-id label was removed stays in view and is repaired.
+func Selector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
+}
+
+// transform is what the cache keeps of a replica: its compact form, with maps shared
+// with the owner's other replicas.
+func transform[T desired.Object](kind desired.Kind[T], sharer *mapSharer) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		obj, ok := in.(T)
+		if !ok {
+			return in, nil
+		}
+		compact(kind, obj)
+		share(sharer, kind, obj)
+		return obj, nil
+	}
+}
