@@ -61,15 +61,21 @@ helm-lint: ## helm lint and helm template of the chart, with a pinned helm built
 docker-build: ## Build the container image IMG with Docker (needs a Docker engine).
 	docker build -t $(IMG) .
 
+GOLANGCI_LINT = $(shell hack/tool.sh golangci-lint)
+
+.PHONY: lint
+lint: ## golangci-lint with the repository's .golangci.yml (kubebuilder's linters), pinned and built from the Go module proxy.
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: test
-test: vet verify helm-lint test-unit fuzz-short test-integration e2e test-node-e2e ## Run every test: generated files, chart, unit, a short fuzz, integration, end-to-end, and the chart's Pod on a real node.
+test: vet lint verify helm-lint test-unit fuzz-short test-integration e2e test-node-e2e ## Run every test: lint, generated files, chart, unit, a short fuzz, integration, end-to-end, and the chart's Pod on a real node.
 
 FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzTemplate
 FUZZTIME ?= 2m
 
 .PHONY: fuzz
 fuzz: ## Fuzz every parser of user input for FUZZTIME each (default 2m).
-	for target in $(FUZZ_TARGETS); do go test ./replicator -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) || exit 1; done
+	for target in $(FUZZ_TARGETS); do go test ./replicator/desired -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 .PHONY: fuzz-short
 fuzz-short: ## A 5-second fuzz of each parser (part of make test).
@@ -83,7 +89,7 @@ vet: ## go vet and a gofmt check.
 
 .PHONY: test-unit
 test-unit: ## Table tests of the pure functions, predicates and the GC target.
-	go test -count=1 . ./replicator/... ./predicates/... ./api/...
+	go test -count=1 ./internal/gctune/... ./replicator/... ./predicates/... ./api/...
 
 .PHONY: test-integration
 test-integration: ## The reconciler against a real kube-apiserver and etcd (envtest).
@@ -127,7 +133,7 @@ BENCH_ARGS ?=
 
 .PHONY: bench
 bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s -rounds 3" for a short run.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./test/bench -cmsync $(BIN)/cmsync $(BENCH_ARGS)
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync $(BENCH_ARGS)
 
 CHAOS_KILLS ?= 100
 CHAOS_LEADER_KILLS ?= 5

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/internal/gctune"
 	"github.com/cmsync/cmsync/replicator"
 	"github.com/cmsync/cmsync/replicator/desired"
 )
@@ -82,7 +83,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	ctx := ctrl.SetupSignalHandler()
 	if os.Getenv("GOGC") == "" {
-		go tuneGC(ctx)
+		go gctune.Run(ctx)
 	}
 	if err := run(ctx, o); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "cmsync stopped")

@@ -8,7 +8,7 @@
 # A second run finds them in the cache and returns at once.
 #
 # With the argument "node" it also builds what a real single-node cluster needs on top
-# (kube-scheduler, kubelet, kube-proxy and kubectl, same version; see test/node).
+# (kube-scheduler, kubelet, kube-proxy and kubectl, same version; see internal/testsupport/node).
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.1}"

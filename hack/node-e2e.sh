@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# node-e2e.sh test|up — a real single-node cluster (test/node, through hack/localnode),
+# node-e2e.sh test|up — a real single-node cluster (internal/testsupport/node, through hack/localnode),
 # the cmsync image built without Docker and imported into the node's containerd, and
 # the chart installed with helm pointing at it. "test" then runs the e2e suite against
 # the in-cluster Pod and tears everything down; "up" keeps the cluster until Ctrl-C.
@@ -41,7 +41,7 @@ image_repo=ghcr.io/cmsync/cmsync image_tag=node-e2e
 mkdir -p "$images"
 log "building the images (no Docker: hack/image)"
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$images/cmsync" .
-CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$images/pause" ./test/node/pause
+CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$images/pause" ./hack/pause
 go build -o .cache/image ./hack/image
 go build -o .cache/localnode ./hack/localnode
 .cache/image -binary "$images/cmsync" -ref "$image_repo:$image_tag" -out "$images/cmsync.tar"

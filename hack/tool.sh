@@ -7,6 +7,7 @@ case "$1" in
   controller-gen) pkg=sigs.k8s.io/controller-tools/cmd/controller-gen; version=v0.23.0 ;;
   helm)           pkg=helm.sh/helm/v3/cmd/helm; version=v3.22.0 ;;
   kind)           pkg=sigs.k8s.io/kind; version=v0.33.0 ;;
+  golangci-lint)  pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint; version=v2.15.0 ;;
   # containerd for the single-node cluster (make node-e2e): the daemon, its runc shim
   # and ctr (to import images). Built static, like its release binaries.
   containerd)     pkg="github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr"

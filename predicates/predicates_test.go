@@ -94,7 +94,9 @@ func TestReplicaChanged(t *testing.T) {
 
 func TestNamespaceChanged(t *testing.T) {
 	ns := func() *metav1.PartialObjectMetadata {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "u", Labels: map[string]string{"env": "prod"}, Annotations: map[string]string{"a": "1"}}}
+		return &metav1.PartialObjectMetadata{
+			ObjectMeta: metav1.ObjectMeta{Name: "team-a", UID: "u", Labels: map[string]string{"env": "prod"}, Annotations: map[string]string{"a": "1"}},
+		}
 	}
 	tests := []struct {
 		name   string

@@ -29,7 +29,8 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		replicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cmsync_replicas",
-			Help: "Target namespaces of all sources by replica state: synced, conflict (a ConfigMap cmsync does not own is in the way) or failed (the last write failed).",
+			Help: "Target namespaces of all sources by replica state: synced, conflict (a ConfigMap cmsync does not own is in the way) " +
+				"or failed (the last write failed).",
 		}, []string{"state"}),
 		sources: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "cmsync_sources",

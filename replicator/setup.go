@@ -104,7 +104,12 @@ func shouldRunConfigMapSync(mgr ctrl.Manager, mode string) (bool, error) {
 	case meta.IsNoMatchError(err) && mode == ConfigMapSyncAuto:
 		return false, nil
 	case meta.IsNoMatchError(err):
-		return false, fmt.Errorf("--configmapsync=enabled, but the API server does not serve %s.%s/%s: install the CRD from deploy/crds", v1alpha1.ConfigMapSyncKind, gk.Group, v1alpha1.GroupVersion.Version)
+		return false, fmt.Errorf(
+			"--configmapsync=enabled, but the API server does not serve %s.%s/%s: install the CRD from deploy/crds",
+			v1alpha1.ConfigMapSyncKind,
+			gk.Group,
+			v1alpha1.GroupVersion.Version,
+		)
 	default:
 		return false, fmt.Errorf("looking up the ConfigMapSync CRD: %w", err)
 	}

@@ -86,7 +86,14 @@ func (r *SourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.
 		return Plan[T]{}, invalidSourceError{fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", src.GetNamespace())}
 	}
 	if desired.IsReplica(src) {
-		return Plan[T]{}, invalidSourceError{fmt.Errorf("this %s is a replica of %s and cannot be a source; remove the %s label", r.kind.Name(), src.GetAnnotations()[v1alpha1.SourceAnnotation], v1alpha1.ReplicateLabel)}
+		return Plan[T]{}, invalidSourceError{
+			fmt.Errorf(
+				"this %s is a replica of %s and cannot be a source; remove the %s label",
+				r.kind.Name(),
+				src.GetAnnotations()[v1alpha1.SourceAnnotation],
+				v1alpha1.ReplicateLabel,
+			),
+		}
 	}
 	spec, err := desired.TargetsOf(src)
 	if err != nil {

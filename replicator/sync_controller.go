@@ -103,7 +103,10 @@ func (r *SyncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
 	}
 	if !r.policy.AllowsSource(owner.Source.Namespace) {
-		return plan, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", owner.Source.Namespace)}, nil
+		return plan, &syncProblem{
+			v1alpha1.ReasonInvalid,
+			fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", owner.Source.Namespace),
+		}, nil
 	}
 	namespaces, err := listNamespaces(ctx, r.client)
 	if err != nil {
@@ -115,10 +118,16 @@ func (r *SyncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 		return plan, nil, err
 	}
 	if !found {
-		return plan, &syncProblem{v1alpha1.ReasonSourceNotFound, fmt.Errorf("source ConfigMap %s not found; existing replicas are kept until it returns or this ConfigMapSync is deleted", owner.Source)}, nil
+		return plan, &syncProblem{
+			v1alpha1.ReasonSourceNotFound,
+			fmt.Errorf("source ConfigMap %s not found; existing replicas are kept until it returns or this ConfigMapSync is deleted", owner.Source),
+		}, nil
 	}
 	if desired.IsReplica(src) {
-		return plan, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("source ConfigMap %s is itself a replica of %s; name the original", owner.Source, src.Annotations[v1alpha1.SourceAnnotation])}, nil
+		return plan, &syncProblem{
+			v1alpha1.ReasonInvalid,
+			fmt.Errorf("source ConfigMap %s is itself a replica of %s; name the original", owner.Source, src.Annotations[v1alpha1.SourceAnnotation]),
+		}, nil
 	}
 	strip, err := desired.StripMetadataOf(src)
 	if err != nil {
@@ -130,7 +139,14 @@ func (r *SyncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 
 // reportProblem writes the status of a ConfigMapSync cmsync cannot act on: the
 // replicas are counted as they are, since nothing was changed.
-func (r *SyncReconciler) reportProblem(ctx context.Context, sync *v1alpha1.ConfigMapSync, before *v1alpha1.ConfigMapSyncStatus, owner desired.Owner, plan Plan[*corev1.ConfigMap], problem *syncProblem) error {
+func (r *SyncReconciler) reportProblem(
+	ctx context.Context,
+	sync *v1alpha1.ConfigMapSync,
+	before *v1alpha1.ConfigMapSyncStatus,
+	owner desired.Owner,
+	plan Plan[*corev1.ConfigMap],
+	problem *syncProblem,
+) error {
 	synced, err := r.engine.CountIn(owner, owner.Source.Name, plan.Targets)
 	if err != nil {
 		return err

@@ -112,7 +112,3 @@ type ConfigMapSyncList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ConfigMapSync `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ConfigMapSync{}, &ConfigMapSyncList{})
-}

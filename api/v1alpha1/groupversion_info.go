@@ -5,17 +5,24 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the group and version of the ConfigMapSync API.
 	GroupVersion = schema.GroupVersion{Group: "cmsync.io", Version: "v1alpha1"}
 
-	// SchemeBuilder registers the API's types with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the API's types to a scheme.
-	AddToScheme = SchemeBuilder.AddToScheme
+	AddToScheme = schemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers the API's types; an API package depends on apimachinery only.
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(GroupVersion, &ConfigMapSync{}, &ConfigMapSyncList{})
+	metav1.AddToGroupVersion(scheme, GroupVersion)
+	return nil
+}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/cmsync/cmsync/test/controlplane"
+	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cmsync/cmsync/test/node"
+	"github.com/cmsync/cmsync/internal/testsupport/node"
 )
 
 func main() {

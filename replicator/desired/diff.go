@@ -1,7 +1,6 @@
 package desired
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -84,7 +83,7 @@ func MetadataKeysManagedBy(obj Object, manager string) (labels, annotations sets
 			continue
 		}
 		fields := &fieldpath.Set{}
-		if fields.FromJSON(bytes.NewReader(entry.FieldsV1.Raw)) != nil {
+		if fields.FromJSON(entry.FieldsV1.GetRawReader()) != nil {
 			continue
 		}
 		metadata := fields.WithPrefix(fieldpath.FieldNameElement("metadata"))
@@ -149,10 +148,9 @@ func (t Template[T]) UpdatePatch(uid types.UID, d Diff) ([]byte, error) {
 			into[field] = values
 		}
 	}
-	metadata := map[string]any{"uid": uid}
+	patch, metadata := patchOnUID(uid)
 	put(metadata, "labels", anyValues(t.labels), d.StaleLabels)
 	put(metadata, "annotations", anyValues(t.annotations), d.StaleAnnotations)
-	patch := map[string]any{"metadata": metadata}
 	text, binary := t.kind.PatchFields()
 	put(patch, text, anyValues(t.content.Text), d.StaleText)
 	put(patch, binary, anyValues(t.content.Binary), d.StaleBinary)
@@ -160,6 +158,14 @@ func (t Template[T]) UpdatePatch(uid types.UID, d Diff) ([]byte, error) {
 		patch["immutable"] = *t.content.Immutable
 	}
 	return json.Marshal(patch)
+}
+
+// patchOnUID starts a JSON merge patch that is conditional on the object's UID, so it
+// can neither create an object nor land on one that replaced the object meant; the
+// caller adds fields to patch and to its metadata.
+func patchOnUID(uid types.UID) (patch, metadata map[string]any) {
+	metadata = map[string]any{"uid": uid}
+	return map[string]any{"metadata": metadata}, metadata
 }
 
 // anyValues copies a map into one a merge patch can also put nulls in ([]byte values

@@ -38,7 +38,12 @@ func sampleSource() *corev1.ConfigMap {
 
 func TestDesiredReplica(t *testing.T) {
 	src := sampleSource()
-	got := NewTemplate(ConfigMapKind{}, src, []string{"internal.example.com/*", "secret-*"}, AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "settings"})).In("team-a")
+	got := NewTemplate(
+		ConfigMapKind{},
+		src,
+		[]string{"internal.example.com/*", "secret-*"},
+		AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "settings"}),
+	).In("team-a")
 	key := types.NamespacedName{Namespace: "platform", Name: "settings"}
 	wantLabels := map[string]string{"team": "platform", v1alpha1.ManagedByLabel: "cmsync", v1alpha1.SourceIDLabel: SourceID(key)}
 	wantAnnotations := map[string]string{"note": "n", v1alpha1.SourceAnnotation: "platform/settings"}
@@ -124,8 +129,8 @@ func TestParseStripMetadata(t *testing.T) {
 	}
 }
 
-func managedFields(manager string, operation metav1.ManagedFieldsOperationType, fields string) []metav1.ManagedFieldsEntry {
-	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: operation, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}}
+func managedFields(manager, fields string) []metav1.ManagedFieldsEntry {
+	return []metav1.ManagedFieldsEntry{{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(fields)}}
 }
 
 func TestDiffReplica(t *testing.T) {
@@ -146,18 +151,22 @@ func TestDiffReplica(t *testing.T) {
 		{name: "extra binary key", change: func(cm *corev1.ConfigMap) { cm.BinaryData["extra"] = nil },
 			check: func(d Diff) bool { return slices.Equal(d.StaleBinary, []string{"extra"}) }},
 		{name: "label changed", change: func(cm *corev1.ConfigMap) { cm.Labels["team"] = "x" }, check: func(d Diff) bool { return d.Metadata && !d.Content }},
-		{name: "marker removed", change: func(cm *corev1.ConfigMap) { delete(cm.Annotations, v1alpha1.SourceAnnotation) }, check: func(d Diff) bool { return d.Metadata }},
+		{
+			name:   "marker removed",
+			change: func(cm *corev1.ConfigMap) { delete(cm.Annotations, v1alpha1.SourceAnnotation) },
+			check:  func(d Diff) bool { return d.Metadata },
+		},
 		{name: "keys cmsync wrote and no longer wants are stale, status keys are not", change: func(cm *corev1.ConfigMap) {
 			cm.Labels["old"] = "1"
 			cm.Annotations["gone"] = "1"
 			cm.Annotations[v1alpha1.StatusAnnotation] = "Invalid"
-			cm.ManagedFields = managedFields(v1alpha1.FieldManager, metav1.ManagedFieldsOperationUpdate, ours)
+			cm.ManagedFields = managedFields(v1alpha1.FieldManager, ours)
 		}, check: func(d Diff) bool {
 			return slices.Equal(d.StaleLabels, []string{"old"}) && slices.Equal(d.StaleAnnotations, []string{"gone"})
 		}},
 		{name: "keys another manager wrote are not stale", change: func(cm *corev1.ConfigMap) {
 			cm.Labels["old"] = "1"
-			cm.ManagedFields = managedFields("kubectl", metav1.ManagedFieldsOperationUpdate, ours)
+			cm.ManagedFields = managedFields("kubectl", ours)
 		}, check: Diff.InSync},
 	}
 	for _, tt := range tests {
@@ -202,7 +211,8 @@ func TestOwnersNeverShareAReplica(t *testing.T) {
 			t.Errorf("%s owns an unmanaged ConfigMap", name)
 		}
 	}
-	if DescribeHolder("ConfigMap", unmanaged) != "a ConfigMap not managed by cmsync exists" || !strings.Contains(DescribeHolder("ConfigMap", replica), "ConfigMapSync a") {
+	if DescribeHolder("ConfigMap", unmanaged) != "a ConfigMap not managed by cmsync exists" ||
+		!strings.Contains(DescribeHolder("ConfigMap", replica), "ConfigMapSync a") {
 		t.Errorf("conflict texts: %q / %q", DescribeHolder("ConfigMap", unmanaged), DescribeHolder("ConfigMap", replica))
 	}
 }
@@ -270,9 +280,8 @@ func TestDiffReadsOwnershipFromManagedFields(t *testing.T) {
 	actual := template.In("team-a")
 	actual.Labels["old"] = "1"
 	actual.Labels["theirs"] = "1"
-	actual.ManagedFields = append(managedFields(v1alpha1.FieldManager, metav1.ManagedFieldsOperationUpdate,
-		`{"f:metadata":{"f:labels":{"f:old":{},"f:team":{}},"f:annotations":{"f:note":{}}}}`),
-		managedFields("kubectl", metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{"f:labels":{"f:theirs":{}}}}`)...)
+	actual.ManagedFields = append(managedFields(v1alpha1.FieldManager, `{"f:metadata":{"f:labels":{"f:old":{},"f:team":{}},"f:annotations":{"f:note":{}}}}`),
+		managedFields("kubectl", `{"f:metadata":{"f:labels":{"f:theirs":{}}}}`)...)
 	if d := template.Diff(actual); !slices.Equal(d.StaleLabels, []string{"old"}) {
 		t.Errorf("stale labels %v, want [old]", d.StaleLabels)
 	}
@@ -288,7 +297,7 @@ func TestReplacementKeepsWhatIsNotCmsyncs(t *testing.T) {
 	actual := template.In("team-a")
 	actual.UID, actual.ResourceVersion = "r1", "42"
 	actual.Finalizers = []string{"example.com/hold"}
-	actual.ManagedFields = managedFields(v1alpha1.FieldManager, metav1.ManagedFieldsOperationUpdate, `{"f:metadata":{"f:labels":{"f:old-cmsync-label":{}}}}`)
+	actual.ManagedFields = managedFields(v1alpha1.FieldManager, `{"f:metadata":{"f:labels":{"f:old-cmsync-label":{}}}}`)
 	actual.Labels["added-by-user"] = "yes"
 	actual.Labels["old-cmsync-label"] = "x"
 	actual.Annotations["note"] = "outdated"

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
@@ -146,8 +147,7 @@ func StatusPatch(uid string, current map[string]string, status SourceStatus, cha
 	if len(annotations) == 0 {
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid, "annotations": annotations}})
-	return patch
+	return annotationsPatch(uid, annotations)
 }
 
 // ClearStatusPatch removes the status annotations from a ConfigMap that is no longer a
@@ -162,8 +162,16 @@ func ClearStatusPatch(uid string, current map[string]string) []byte {
 	if len(annotations) == 0 {
 		return nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid, "annotations": annotations}})
-	return patch
+	return annotationsPatch(uid, annotations)
+}
+
+// annotationsPatch is the JSON merge patch of annotations on the object with uid.
+func annotationsPatch(uid string, annotations map[string]any) []byte {
+	patch, metadata := patchOnUID(types.UID(uid))
+	metadata["annotations"] = annotations
+	// Strings and nulls only: Marshal cannot fail.
+	out, _ := json.Marshal(patch)
+	return out
 }
 
 func summarize(problems []string) string {
@@ -214,12 +222,21 @@ func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, sourc
 		if r.Outcome == Conflict {
 			reason = v1alpha1.ReasonConflict
 		}
-		status.FailedNamespaces = append(status.FailedNamespaces, v1alpha1.FailedNamespace{Namespace: r.Namespace, Reason: reason, Message: truncate(oneLine(r.Err.Error()))})
+		status.FailedNamespaces = append(
+			status.FailedNamespaces,
+			v1alpha1.FailedNamespace{Namespace: r.Namespace, Reason: reason, Message: truncate(oneLine(r.Err.Error()))},
+		)
 	}
 	if s.Changed() {
 		status.LastSyncTime = &now
 	}
-	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced, Message: s.Message, ObservedGeneration: generation}
+	ready := metav1.Condition{
+		Type:               v1alpha1.ConditionReady,
+		Status:             metav1.ConditionTrue,
+		Reason:             v1alpha1.ReasonSynced,
+		Message:            s.Message,
+		ObservedGeneration: generation,
+	}
 	if s.State == v1alpha1.StatusDegraded {
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonDegraded
 	}

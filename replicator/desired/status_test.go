@@ -74,7 +74,8 @@ func TestStatusPatch(t *testing.T) {
 	if err := json.Unmarshal(StatusPatch("u", current, status, true, now), &patch); err != nil {
 		t.Fatal(err)
 	}
-	if patch.Metadata.UID != "u" || len(patch.Metadata.Annotations) != 1 || patch.Metadata.Annotations[v1alpha1.LastSyncTimeAnnotation] != "2026-11-22T10:00:00Z" {
+	if patch.Metadata.UID != "u" || len(patch.Metadata.Annotations) != 1 ||
+		patch.Metadata.Annotations[v1alpha1.LastSyncTimeAnnotation] != "2026-11-22T10:00:00Z" {
 		t.Errorf("a pass that changed replicas moves only last-sync-time: %+v", patch)
 	}
 	if p := ClearStatusPatch("u", map[string]string{"other": "x"}); p != nil {

@@ -69,14 +69,21 @@ func TestParseSyncTargets(t *testing.T) {
 func TestSetSyncStatus(t *testing.T) {
 	now := metav1.Now()
 	var status v1alpha1.ConfigMapSyncStatus
-	results := []Result{{Namespace: "a", Outcome: Created}, {Namespace: "b", Outcome: Conflict, Err: errors.New("a ConfigMap not managed by cmsync exists")}, {Namespace: "c", Outcome: Failed, Err: errors.New("quota")}}
+	results := []Result{
+		{Namespace: "a", Outcome: Created},
+		{Namespace: "b", Outcome: Conflict, Err: errors.New("a ConfigMap not managed by cmsync exists")},
+		{Namespace: "c", Outcome: Failed, Err: errors.New("quota")},
+	}
 	SetSyncStatus(&status, 3, "platform/ca", Summarize(results, 1, nil), now)
 	ready := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady)
 	if status.ObservedGeneration != 3 || status.TargetNamespaces != 3 || status.SyncedNamespaces != 1 || status.Synced != "1/3" ||
 		status.Source != "platform/ca" || status.LastSyncTime == nil || ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.ReasonDegraded {
 		t.Fatalf("status %+v", status)
 	}
-	want := []v1alpha1.FailedNamespace{{Namespace: "b", Reason: "Conflict", Message: "a ConfigMap not managed by cmsync exists"}, {Namespace: "c", Reason: "Failed", Message: "quota"}}
+	want := []v1alpha1.FailedNamespace{
+		{Namespace: "b", Reason: "Conflict", Message: "a ConfigMap not managed by cmsync exists"},
+		{Namespace: "c", Reason: "Failed", Message: "quota"},
+	}
 	if !reflect.DeepEqual(status.FailedNamespaces, want) {
 		t.Errorf("failedNamespaces %+v", status.FailedNamespaces)
 	}
@@ -89,7 +96,7 @@ func TestSetSyncStatus(t *testing.T) {
 		t.Errorf("status changed without a change:\n%+v\n%+v", *before, status)
 	}
 
-	var many []Result
+	many := make([]Result, 0, 50)
 	for range 50 {
 		many = append(many, Result{Namespace: "x", Outcome: Failed, Err: errors.New("e")})
 	}

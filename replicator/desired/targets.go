@@ -115,7 +115,10 @@ func ParseTargetAnnotations(namespaces, selector *string) (TargetSpec, error) {
 		spec.selector = sel
 	}
 	if len(errs) == 0 && len(spec.exclude) > 0 && spec.IsEmpty() {
-		errs = append(errs, fmt.Errorf("invalid target-namespaces %q: only exclusions; add the namespaces to include (for example \"*\") or a target-selector", *namespaces))
+		errs = append(
+			errs,
+			fmt.Errorf("invalid target-namespaces %q: only exclusions; add the namespaces to include (for example \"*\") or a target-selector", *namespaces),
+		)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return TargetSpec{}, err
@@ -199,7 +202,10 @@ func ValidateNamespaceGlob(pattern string) error {
 		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
 		case r == '*', r == '?', r == '[', r == ']', r == '^':
 		default:
-			return fmt.Errorf("character %q cannot appear in a namespace name or glob (names are lower-case letters, digits and '-'; globs add '*', '?' and '[...]')", r)
+			return fmt.Errorf(
+				"character %q cannot appear in a namespace name or glob (names are lower-case letters, digits and '-'; globs add '*', '?' and '[...]')",
+				r,
+			)
 		}
 	}
 	if _, err := path.Match(pattern, ""); err != nil {

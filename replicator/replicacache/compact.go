@@ -45,7 +45,7 @@ func ownedMetadataFields(obj desired.Object) []metav1.ManagedFieldsEntry {
 		Manager:    v1alpha1.FieldManager,
 		Operation:  metav1.ManagedFieldsOperationUpdate,
 		FieldsType: "FieldsV1",
-		FieldsV1:   &metav1.FieldsV1{Raw: raw},
+		FieldsV1:   metav1.NewFieldsV1(string(raw)),
 	}}
 }
 

@@ -36,10 +36,17 @@ var owner = desired.AnnotationOwner("ConfigMap", types.NamespacedName{Namespace:
 // cmsync's create, plus one of another manager.
 func managedByCmsync(cm *corev1.ConfigMap) {
 	cm.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: v1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Time: ptrNow(), FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{".":{},"f:k":{},"f:long":{}},"f:metadata":{"f:labels":{".":{},"f:team":{}},"f:annotations":{"f:note":{}}}}`)}},
+		{
+			Manager:    v1alpha1.FieldManager,
+			Operation:  metav1.ManagedFieldsOperationUpdate,
+			Time:       ptrNow(),
+			FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(
+				`{"f:data":{".":{},"f:k":{},"f:long":{}},"f:metadata":{"f:labels":{".":{},"f:team":{}},"f:annotations":{"f:note":{}}}}`,
+			),
+		},
 		{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{"f:theirs":{}}}}`)}},
+			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:theirs":{}}}}`)},
 	}
 }
 
@@ -109,7 +116,7 @@ func TestCompactKeepsOnlyCmsyncsMetadataKeys(t *testing.T) {
 	fullLabels, fullAnnotations := desired.MetadataKeysManagedBy(replica, v1alpha1.FieldManager)
 
 	compact(kind, replica)
-	if len(replica.ManagedFields) != 1 || replica.ManagedFields[0].Time != nil || strings.Contains(string(replica.ManagedFields[0].FieldsV1.Raw), "f:data") {
+	if len(replica.ManagedFields) != 1 || replica.ManagedFields[0].Time != nil || strings.Contains(replica.ManagedFields[0].FieldsV1.GetRawString(), "f:data") {
 		t.Fatalf("managedFields not reduced to one timeless entry of metadata keys: %+v", replica.ManagedFields)
 	}
 	labels, annotations := desired.MetadataKeysManagedBy(replica, v1alpha1.FieldManager)

@@ -92,7 +92,7 @@ func TestLeaderPodDeleted(t *testing.T) {
 	ctx := context.Background()
 	src := newNamespace(t, "lead-src", nil)
 	group := "lead" + randomSuffix()
-	var targets []string
+	targets := make([]string, 0, 10)
 	for range 10 {
 		targets = append(targets, newNamespace(t, group, nil))
 	}
@@ -103,14 +103,14 @@ func TestLeaderPodDeleted(t *testing.T) {
 	must(t, k8s.Create(ctx, cm))
 	waitForReplicas(t, src, "led", 60*time.Second, targets...)
 
-	leader := leaderPod(t)
+	leader := leaderPod()
 	t.Logf("deleting the leader pod %s", leader)
 	must(t, clientset.CoreV1().Pods(releaseNamespace).Delete(ctx, leader, metav1.DeleteOptions{}))
 	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
 	must(t, k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: targets[0], Name: "led"}}))
 
 	eventually(t, 120*time.Second, "another pod leads", func() error {
-		if now := leaderPod(t); now == leader || now == "" {
+		if now := leaderPod(); now == leader || now == "" {
 			return fmt.Errorf("lease still held by %q", now)
 		}
 		return nil
@@ -132,7 +132,7 @@ func TestLeaderPodDeleted(t *testing.T) {
 
 // leaderPod names the Pod holding the leader election lease (holder identities are
 // "<pod name>_<uuid>"), or "".
-func leaderPod(t *testing.T) string {
+func leaderPod() string {
 	var lease coordinationv1.Lease
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: releaseNamespace, Name: "cmsync.io"}, &lease); err != nil {
 		return ""

@@ -105,7 +105,7 @@ func usedPermissions(auditLog string) (used, denied map[permission]bool, err err
 	if err != nil {
 		return nil, nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	used, denied = map[permission]bool{}, map[permission]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)

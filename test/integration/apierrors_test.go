@@ -36,10 +36,13 @@ func TestRefusedWritesDegradeOnlyTheirNamespaces(t *testing.T) {
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
 				},
 			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: `!has(object.metadata.labels) || !('app.kubernetes.io/managed-by' in object.metadata.labels) || object.metadata.labels['app.kubernetes.io/managed-by'] != 'cmsync'`,
-				Message:    "replicated ConfigMaps are not accepted in this namespace",
-			}},
+			Validations: []admissionregistrationv1.Validation{
+				{
+					Expression: `!has(object.metadata.labels) || !('app.kubernetes.io/managed-by' in object.metadata.labels) || ` +
+						`object.metadata.labels['app.kubernetes.io/managed-by'] != 'cmsync'`,
+					Message: "replicated ConfigMaps are not accepted in this namespace",
+				},
+			},
 		},
 	}
 	must(t, k8s.Create(ctx, policy))

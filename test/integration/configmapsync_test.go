@@ -90,7 +90,8 @@ func TestConfigMapSyncTutorialForm(t *testing.T) {
 	}
 	replica, err := getConfigMap(dst, "ca-bundle")
 	must(t, err)
-	if replica.Data["ca.crt"] != "pem" || replica.Annotations[v1alpha1.SourceAnnotation] != srcNS+"/ca-bundle" || replica.Labels[v1alpha1.ManagedByLabel] != "cmsync" {
+	if replica.Data["ca.crt"] != "pem" || replica.Annotations[v1alpha1.SourceAnnotation] != srcNS+"/ca-bundle" ||
+		replica.Labels[v1alpha1.ManagedByLabel] != "cmsync" {
 		t.Errorf("replica %+v", replica.ObjectMeta)
 	}
 
@@ -102,7 +103,7 @@ func TestConfigMapSyncTutorialForm(t *testing.T) {
 	must(t, err)
 	var table metav1.Table
 	must(t, json.Unmarshal(raw, &table))
-	var columns []string
+	columns := make([]string, 0, len(table.ColumnDefinitions))
 	for _, c := range table.ColumnDefinitions {
 		columns = append(columns, c.Name)
 	}
@@ -238,11 +239,19 @@ func TestConfigMapSyncValidation(t *testing.T) {
 		{"missing configMapName", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, DestinationNamespace: "a"}, "spec.configMapName"},
 		{"missing sourceNamespace", v1alpha1.ConfigMapSyncSpec{ConfigMapName: "x", DestinationNamespace: "a"}, "spec.sourceNamespace"},
 		{"no targets", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x"}, "set destinationNamespace, destinationNamespaces"},
-		{"only exclusions", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", DestinationNamespaces: []string{"!a"}}, "set destinationNamespace, destinationNamespaces"},
+		{
+			"only exclusions",
+			v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", DestinationNamespaces: []string{"!a"}},
+			"set destinationNamespace, destinationNamespaces",
+		},
 		{"copy onto itself", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", DestinationNamespace: ns}, "must differ from sourceNamespace"},
 		{"upper-case name", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "X", DestinationNamespace: "a"}, "spec.configMapName"},
 		{"bad namespace", v1alpha1.ConfigMapSyncSpec{SourceNamespace: "Bad_NS", ConfigMapName: "x", DestinationNamespace: "a"}, "spec.sourceNamespace"},
-		{"bad glob characters", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", DestinationNamespaces: []string{"team_a"}}, "spec.destinationNamespaces[0]"},
+		{
+			"bad glob characters",
+			v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", DestinationNamespaces: []string{"team_a"}},
+			"spec.destinationNamespaces[0]",
+		},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,8 +269,17 @@ func TestConfigMapSyncValidation(t *testing.T) {
 		message string
 	}{
 		{"malformed glob", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", DestinationNamespaces: []string{"team-[a"}}, "malformed glob"},
-		{"bad selector operator", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x",
-			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near", Values: []string{"x"}}}}}, "spec.namespaceSelector"},
+		{
+			"bad selector operator",
+			v1alpha1.ConfigMapSyncSpec{
+				SourceNamespace: ns,
+				ConfigMapName:   "x",
+				NamespaceSelector: &metav1.LabelSelector{
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near", Values: []string{"x"}}},
+				},
+			},
+			"spec.namespaceSelector",
+		},
 	}
 	for _, tc := range reported {
 		t.Run(tc.name, func(t *testing.T) {
@@ -297,12 +315,13 @@ func TestFrontDoorsNeverShareAReplica(t *testing.T) {
 	syncB := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "shared", DestinationNamespaces: []string{first, second}})
 
 	degraded := waitForStatus(t, src, v1alpha1.StatusDegraded)
-	if msg := degraded.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "conflict in "+second) || !strings.Contains(msg, "ConfigMapSync "+syncA.Name) {
+	if msg := degraded.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "conflict in "+second) ||
+		!strings.Contains(msg, "ConfigMapSync "+syncA.Name) {
 		t.Errorf("annotated source message %q", msg)
 	}
 	for _, s := range []*v1alpha1.ConfigMapSync{syncA, syncB} {
 		got := waitForReady(t, s, metav1.ConditionFalse, v1alpha1.ReasonDegraded)
-		var failed []string
+		failed := make([]string, 0, len(got.Status.FailedNamespaces))
 		for _, f := range got.Status.FailedNamespaces {
 			if f.Reason != v1alpha1.ReasonConflict {
 				t.Errorf("%s: failed namespace %+v", s.Name, f)

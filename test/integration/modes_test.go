@@ -13,8 +13,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 	"github.com/cmsync/cmsync/replicator"
-	"github.com/cmsync/cmsync/test/controlplane"
 )
 
 func setupError(t *testing.T, env *controlplane.Env, mode string) error {

@@ -54,7 +54,9 @@ func TestReplicatesToNamesGlobsExclusionsAndSelector(t *testing.T) {
 				t.Errorf("%s: replica carries the replicate label: it would become a source", ns)
 			}
 		}
-		for _, k := range []string{v1alpha1.TargetNamespacesAnnotation, v1alpha1.TargetSelectorAnnotation, v1alpha1.StatusAnnotation, v1alpha1.LastAppliedAnnotation} {
+		for _, k := range []string{
+			v1alpha1.TargetNamespacesAnnotation, v1alpha1.TargetSelectorAnnotation, v1alpha1.StatusAnnotation, v1alpha1.LastAppliedAnnotation,
+		} {
 			if _, ok := replica.Annotations[k]; ok {
 				t.Errorf("%s: replica carries %s", ns, k)
 			}

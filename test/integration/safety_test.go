@@ -211,7 +211,7 @@ func TestIdleAndRestartMakeNoWrites(t *testing.T) {
 	running := startController(t)
 	srcNS := newNamespace(t, "src", nil)
 	group := "idle" + randomSuffix()
-	var targets []string
+	targets := make([]string, 0, 10)
 	for range 10 {
 		targets = append(targets, newNamespace(t, "dst", map[string]string{"group": group}))
 	}

@@ -30,10 +30,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
+	"github.com/cmsync/cmsync/internal/testsupport/testkit"
 	"github.com/cmsync/cmsync/replicator"
 	"github.com/cmsync/cmsync/replicator/desired"
-	"github.com/cmsync/cmsync/test/controlplane"
-	"github.com/cmsync/cmsync/test/testkit"
 )
 
 var (

@@ -34,7 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/cmsync/cmsync/test/controlplane"
+	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 )
 
 type config struct {
@@ -123,6 +123,15 @@ type Scale struct {
 	Restart          Restart `json:"restart"`
 }
 
+// sourceNamespace holds the bench's sources.
+const sourceNamespace = "bench-src"
+
+// writeVerbs are the audit log's verbs of a replica write.
+var writeVerbs = []string{"create", verbUpdate, "patch"}
+
+// verbUpdate is the audit log's verb of an update.
+const verbUpdate = "update"
+
 func main() {
 	var c config
 	flag.IntVar(&c.namespaces, "n", 1000, "target namespaces")
@@ -135,7 +144,12 @@ func main() {
 	flag.StringVar(&c.cmsyncArgs, "cmsync-args", "", "extra flags for cmsync, space-separated (the defaults are measured without)")
 	flag.StringVar(&c.cmsyncEnv, "cmsync-env", "", "extra environment for cmsync, space-separated NAME=value (e.g. GOGC=100)")
 	flag.StringVar(&c.out, "out", "bench/results", "directory of the JSON results")
-	flag.StringVar(&c.profile, "profile", "", "directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's fan-out and update")
+	flag.StringVar(
+		&c.profile,
+		"profile",
+		"",
+		"directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's fan-out and update",
+	)
 	flag.Parse()
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -148,7 +162,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }() // best effort: a leftover is in the system temp dir
 	audit := filepath.Join(work, "audit.log")
 	env, err := controlplane.StartWith(controlplane.Options{CRDDirs: []string{"deploy/crds"}, AuditLog: audit})
 	if err != nil {
@@ -189,7 +203,7 @@ func (b *bench) run() error {
 		_, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.targets[i]}}, metav1.CreateOptions{})
 		return err
 	}))
-	must1(b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-src"}}, metav1.CreateOptions{}))
+	must1(b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sourceNamespace}}, metav1.CreateOptions{}))
 
 	// MEMORY with U=0: the same fan-out, update and idle as with U unrelated
 	// ConfigMaps below, so the two readings differ only by U.
@@ -215,7 +229,12 @@ func (b *bench) run() error {
 	// API server moods; a single round's ratio moves by tens of percent here.
 	proc = b.startCmsync()
 	for r := range b.c.rounds {
-		step("round %d of %d: LIMIT (a plain client, %d workers, no client-side throttle), then cmsync's FAN-OUT, UPDATE, CLEANUP", r+1, b.c.rounds, b.c.workers)
+		step(
+			"round %d of %d: LIMIT (a plain client, %d workers, no client-side throttle), then cmsync's FAN-OUT, UPDATE, CLEANUP",
+			r+1,
+			b.c.rounds,
+			b.c.workers,
+		)
 		limit := b.limit(ctx, payload, func(phase string) func() {
 			return b.cpuProfiles(ctx, proc, fmt.Sprintf("limit-%s-r%02d", phase, r))
 		})
@@ -288,7 +307,7 @@ func medians(rounds []Phases) Phases {
 }
 
 func cpuList(cpu map[string]float64) string {
-	var parts []string
+	parts := make([]string, 0, len(cpu))
 	for _, name := range slices.Sorted(maps.Keys(cpu)) {
 		parts = append(parts, fmt.Sprintf("%s %.2f", name, cpu[name]))
 	}
@@ -364,7 +383,7 @@ func (b *bench) limit(ctx context.Context, payload string, profile func(phase st
 }
 
 func (b *bench) source(name string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "bench-src", Name: name,
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: sourceNamespace, Name: name,
 		Labels:      map[string]string{"cmsync.io/replicate": "true"},
 		Annotations: map[string]string{"cmsync.io/target-namespaces": "bench-[0-9]*"}},
 		Data: map[string]string{"v": "1", "payload": strings.Repeat("y", 1000)}}
@@ -374,9 +393,9 @@ func (b *bench) source(name string) *corev1.ConfigMap {
 // replica (the API server's audit log says when each write completed), then checks
 // that every replica exists with the right content.
 func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
-	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{"create", "update", "patch"}, func() error {
+	w := b.timedUntilWritten(prefix, count*len(b.targets), writeVerbs, func() error {
 		return parallel(b.c.workers, count, func(i int) error {
-			_, err := b.cs.CoreV1().ConfigMaps("bench-src").Create(ctx, b.source(fmt.Sprintf("%s-%03d", prefix, i)), metav1.CreateOptions{})
+			_, err := b.cs.CoreV1().ConfigMaps(sourceNamespace).Create(ctx, b.source(fmt.Sprintf("%s-%03d", prefix, i)), metav1.CreateOptions{})
 			return err
 		})
 	})
@@ -387,10 +406,10 @@ func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
 // update changes the first source named prefix and times until cmsync has rewritten
 // every replica, then checks them.
 func (b *bench) update(ctx context.Context, prefix string) window {
-	w := b.timedUntilWritten(prefix, len(b.targets), []string{"update", "patch"}, func() error {
+	w := b.timedUntilWritten(prefix, len(b.targets), []string{verbUpdate, "patch"}, func() error {
 		src := b.source(prefix + "-000")
 		src.Data["v"] = "2"
-		_, err := b.cs.CoreV1().ConfigMaps("bench-src").Update(ctx, src, metav1.UpdateOptions{})
+		_, err := b.cs.CoreV1().ConfigMaps(sourceNamespace).Update(ctx, src, metav1.UpdateOptions{})
 		return err
 	})
 	b.checkReplicas(ctx, prefix, len(b.targets), "2")
@@ -402,7 +421,7 @@ func (b *bench) update(ctx context.Context, prefix string) window {
 func (b *bench) cleanup(ctx context.Context, prefix string, count int) window {
 	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{"delete"}, func() error {
 		return parallel(b.c.workers, count, func(i int) error {
-			return b.cs.CoreV1().ConfigMaps("bench-src").Delete(ctx, fmt.Sprintf("%s-%03d", prefix, i), metav1.DeleteOptions{})
+			return b.cs.CoreV1().ConfigMaps(sourceNamespace).Delete(ctx, fmt.Sprintf("%s-%03d", prefix, i), metav1.DeleteOptions{})
 		})
 	})
 	b.checkReplicas(ctx, prefix, 0, "")
@@ -501,7 +520,7 @@ func (t *auditTail) read(fn func(e auditEvent)) {
 	}
 }
 
-func (t *auditTail) close() { t.f.Close() }
+func (t *auditTail) close() { _ = t.f.Close() } // read-only: nothing to lose
 
 // restart starts cmsync with everything in sync and reports time to ready and the
 // writes it made in the 20 s after.
@@ -559,7 +578,7 @@ func isLimitWrite(e auditEvent) bool {
 // isCmsyncReplicaWrite picks cmsync's writes to replicas (not its status patches of
 // the source).
 func isCmsyncReplicaWrite(e auditEvent) bool {
-	return strings.HasPrefix(e.UserAgent, "cmsync") && e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Namespace != "bench-src"
+	return strings.HasPrefix(e.UserAgent, "cmsync") && e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Namespace != sourceNamespace
 }
 
 // breakdown splits each phase of a round by the audit log's timestamps of the writes
@@ -631,7 +650,7 @@ func (b *bench) startCmsync() *process {
 	for {
 		resp, err := http.Get("http://" + health + "/readyz")
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return p
 			}
@@ -660,11 +679,11 @@ func (b *bench) heapProfile(p *process, name string) {
 	}
 	resp, err := http.Get("http://" + p.metrics + "/debug/pprof/heap")
 	must(err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	must(os.MkdirAll(b.c.profile, 0o755))
 	f, err := os.Create(filepath.Join(b.c.profile, name+".pprof"))
 	must(err)
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: nothing to lose
 	_, err = io.Copy(f, resp.Body)
 	must(err)
 }
@@ -691,7 +710,7 @@ func (b *bench) cpuProfiles(ctx context.Context, p *process, name string) (wait 
 		if err != nil {
 			return nil, err
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		return io.ReadAll(resp.Body)
 	})
 	save(name+"-apiserver.cpu.pprof", func() ([]byte, error) {
@@ -702,7 +721,10 @@ func (b *bench) cpuProfiles(ctx context.Context, p *process, name string) (wait 
 }
 
 func (p *process) memory() Memory {
-	return Memory{SteadyMiB: float64(statusKiB(p.cmd.Process.Pid, "VmRSS:")) / 1024, PeakMiB: float64(max(p.peakRSS.Load(), statusKiB(p.cmd.Process.Pid, "VmHWM:"))) / 1024}
+	return Memory{
+		SteadyMiB: float64(statusKiB(p.cmd.Process.Pid, "VmRSS:")) / 1024,
+		PeakMiB:   float64(max(p.peakRSS.Load(), statusKiB(p.cmd.Process.Pid, "VmHWM:"))) / 1024,
+	}
 }
 
 func (p *process) stop() {
@@ -799,11 +821,28 @@ func (b *bench) print() {
 	for _, ph := range []struct {
 		name string
 		get  func(Breakdown) Split
-	}{{"create", func(b Breakdown) Split { return b.Create }}, {"update", func(b Breakdown) Split { return b.Update }}, {"delete", func(b Breakdown) Split { return b.Delete }}} {
+	}{
+		{"create", func(b Breakdown) Split { return b.Create }},
+		{"update", func(b Breakdown) Split { return b.Update }},
+		{"delete", func(b Breakdown) Split { return b.Delete }},
+	} {
 		c, l := medianSplit(r.CmsyncBreakdown, ph.get), medianSplit(r.LimitBreakdown, ph.get)
-		fmt.Printf("  %-6s cmsync %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)   LIMIT %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)\n", ph.name,
-			c.BeforeFirstWrite, c.Writing, c.AfterLastWrite, c.Writes, c.LatencyMillis, c.InFlight,
-			l.BeforeFirstWrite, l.Writing, l.AfterLastWrite, l.Writes, l.LatencyMillis, l.InFlight)
+		fmt.Printf(
+			"  %-6s cmsync %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)   LIMIT %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)\n",
+			ph.name,
+			c.BeforeFirstWrite,
+			c.Writing,
+			c.AfterLastWrite,
+			c.Writes,
+			c.LatencyMillis,
+			c.InFlight,
+			l.BeforeFirstWrite,
+			l.Writing,
+			l.AfterLastWrite,
+			l.Writes,
+			l.LatencyMillis,
+			l.InFlight,
+		)
 		fmt.Printf("  %-6s CPU seconds: cmsync phase %s   LIMIT phase %s\n", "", cpuList(c.CPU), cpuList(l.CPU))
 	}
 	fmt.Printf("%-34s %10d\n", fmt.Sprintf("IDLE writes in %.0fs", r.IdleSeconds), r.IdleWrites)
@@ -812,7 +851,14 @@ func (b *bench) print() {
 		fmt.Printf("%-34s steady %.1f MiB, peak %.1f MiB\n", "MEMORY "+k, m.SteadyMiB, m.PeakMiB)
 	}
 	if r.Scale.Replicas > 0 {
-		fmt.Printf("%-34s %9.2fs (%.1f s CPU), steady %.1f MiB, peak %.1f MiB\n", fmt.Sprintf("SCALE fan-out (%d replicas)", r.Scale.Replicas), r.Scale.FanOutSeconds, r.Scale.FanOutCPUSeconds, r.Scale.SteadyMiB, r.Scale.PeakMiB)
+		fmt.Printf(
+			"%-34s %9.2fs (%.1f s CPU), steady %.1f MiB, peak %.1f MiB\n",
+			fmt.Sprintf("SCALE fan-out (%d replicas)", r.Scale.Replicas),
+			r.Scale.FanOutSeconds,
+			r.Scale.FanOutCPUSeconds,
+			r.Scale.SteadyMiB,
+			r.Scale.PeakMiB,
+		)
 		fmt.Printf("%-34s %9.2fs, %d writes\n", "SCALE RESTART: ready", r.Scale.Restart.ReadySeconds, r.Scale.Restart.Writes)
 	}
 }
@@ -933,7 +979,7 @@ func processCPU() map[string]float64 {
 func freePort() string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	must(err)
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().String()
 }
 

@@ -79,7 +79,7 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 		return nil, err
 	}
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
+		_ = lock.Close()
 		return nil, errors.New("another node is running on this machine (make local-node or make node-e2e); stop it first")
 	}
 	n := &Node{o: o, lock: lock, exited: map[string]chan struct{}{}}
@@ -118,7 +118,7 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 
 func (n *Node) logf(format string, args ...any) {
 	if n.o.Log != nil {
-		fmt.Fprintf(n.o.Log, "node: "+format+"\n", args...)
+		_, _ = fmt.Fprintf(n.o.Log, "node: "+format+"\n", args...)
 	}
 }
 
@@ -136,6 +136,7 @@ func inNetns(args ...string) error {
 	return run("nsenter", append([]string{"--net=/run/netns/" + netnsName, "--"}, args...)...)
 }
 
+//nolint:goconst // the words of ip(8) command lines read best as the commands themselves
 func (n *Node) startNetwork(context.Context) error {
 	for _, args := range [][]string{
 		{"ip", "netns", "add", netnsName},
@@ -250,7 +251,7 @@ func (n *Node) waitHTTPS(ctx context.Context, url string, timeout time.Duration)
 		if err != nil {
 			return err
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("%s: %s", url, resp.Status)
 		}
