@@ -9,8 +9,8 @@ import (
 	"github.com/cmsync/cmsync/replicator/desired"
 )
 
-// Metrics are cmsync's own Prometheus metrics, kept as totals over every source.
-type Metrics struct {
+// sourceMetrics are cmsync's own Prometheus metrics, kept as totals over every source.
+type sourceMetrics struct {
 	replicas *prometheus.GaugeVec
 	sources  prometheus.Gauge
 	duration prometheus.Histogram
@@ -25,8 +25,8 @@ type replicaCounts struct{ synced, conflict, failed int }
 
 // newMetrics registers cmsync's metrics with reg (controller-runtime's registry in the
 // binary, so they are served on --metrics-bind-address with the built-in ones).
-func newMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
+func newMetrics(reg prometheus.Registerer) *sourceMetrics {
+	m := &sourceMetrics{
 		replicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cmsync_replicas",
 			Help: "Target namespaces of all sources by replica state: synced, conflict (a ConfigMap cmsync does not own is in the way) " +
@@ -52,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) *Metrics {
 
 // RecordSource sets the counts of one source, named by its owner's Key, from the
 // summary of its last pass (the zero summary for a source that cannot be acted on).
-func (m *Metrics) RecordSource(source string, s desired.Summary) {
+func (m *sourceMetrics) RecordSource(source string, s desired.Summary) {
 	counts := replicaCounts{synced: s.Synced, conflict: s.Conflicts, failed: s.Failures}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -63,7 +63,7 @@ func (m *Metrics) RecordSource(source string, s desired.Summary) {
 
 // ForgetSource drops a source that no longer exists or is no longer labelled, or a
 // deleted ConfigMapSync.
-func (m *Metrics) ForgetSource(source string) {
+func (m *sourceMetrics) ForgetSource(source string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lastTotal = m.lastTotal.minus(m.bySource[source])
@@ -72,9 +72,9 @@ func (m *Metrics) ForgetSource(source string) {
 }
 
 // ObserveSync records the duration of one pass.
-func (m *Metrics) ObserveSync(d time.Duration) { m.duration.Observe(d.Seconds()) }
+func (m *sourceMetrics) ObserveSync(d time.Duration) { m.duration.Observe(d.Seconds()) }
 
-func (m *Metrics) publish() {
+func (m *sourceMetrics) publish() {
 	m.sources.Set(float64(len(m.bySource)))
 	m.replicas.WithLabelValues("synced").Set(float64(m.lastTotal.synced))
 	m.replicas.WithLabelValues("conflict").Set(float64(m.lastTotal.conflict))

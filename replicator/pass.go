@@ -28,10 +28,10 @@ type Pass struct {
 	Err error
 }
 
-// Run is the pass both front doors share: write the replica in every target namespace,
+// run is the pass both front doors share: write the replica in every target namespace,
 // then delete the owner's replicas that are no longer wanted (in a namespace that is no
 // longer a target, or under a name the owner no longer gives them).
-func (e *Engine[T]) Run(ctx context.Context, owner desired.Owner, plan Plan[T]) (Pass, error) {
+func (e *Engine[T]) run(ctx context.Context, owner desired.Owner, plan Plan[T]) (Pass, error) {
 	owned, err := e.ownedBy(owner)
 	if err != nil {
 		return Pass{}, err
@@ -42,8 +42,8 @@ func (e *Engine[T]) Run(ctx context.Context, owner desired.Owner, plan Plan[T]) 
 	return passOf(results, deleted, cleanupErr), nil
 }
 
-// DeleteAll deletes every replica of owner, for a source that is gone or retired.
-func (e *Engine[T]) DeleteAll(ctx context.Context, owner desired.Owner) (int, error) {
+// deleteAll deletes every replica of owner, for a source that is gone or retired.
+func (e *Engine[T]) deleteAll(ctx context.Context, owner desired.Owner) (int, error) {
 	owned, err := e.ownedBy(owner)
 	if err != nil {
 		return 0, err
@@ -51,8 +51,8 @@ func (e *Engine[T]) DeleteAll(ctx context.Context, owner desired.Owner) (int, er
 	return e.deleteReplicas(ctx, owned)
 }
 
-// CountIn counts the targets that hold a replica of owner named name, as they are.
-func (e *Engine[T]) CountIn(owner desired.Owner, name string, targets []string) (int, error) {
+// countIn counts the targets that hold a replica of owner named name, as they are.
+func (e *Engine[T]) countIn(owner desired.Owner, name string, targets []string) (int, error) {
 	owned, err := e.ownedBy(owner)
 	if err != nil {
 		return 0, err
@@ -108,7 +108,7 @@ type door[T desired.Object] struct {
 	engine   *Engine[T]
 	policy   desired.Policy
 	recorder events.EventRecorder
-	metrics  *Metrics
+	metrics  *sourceMetrics
 	// conflictRecheck is how soon an owner with a conflict looks again: an unmanaged
 	// object in the way is not in cmsync's caches, so its removal raises no event.
 	conflictRecheck time.Duration

@@ -67,7 +67,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		metrics:         newMetrics(o.Registerer),
 		conflictRecheck: o.ConflictRecheck,
 	}
-	sources := &SourceReconciler[*corev1.ConfigMap]{kind: kind, name: "source", client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), door: shared}
+	sources := &sourceReconciler[*corev1.ConfigMap]{kind: kind, name: "source", client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), door: shared}
 	if err := sources.SetupWithManager(mgr, replicas, o.Controller); err != nil {
 		return fmt.Errorf("setting up the source controller: %w", err)
 	}
@@ -79,7 +79,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating a clientset: %w", err)
 	}
-	syncs := &SyncReconciler{client: mgr.GetClient(), sources: NewSourceWatcher(ctx, clientset), door: shared}
+	syncs := &syncReconciler{client: mgr.GetClient(), sources: newSourceWatcher(ctx, clientset), door: shared}
 	if err := syncs.SetupWithManager(mgr, replicas, o.Controller); err != nil {
 		return fmt.Errorf("setting up the ConfigMapSync controller: %w", err)
 	}

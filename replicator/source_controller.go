@@ -27,12 +27,12 @@ import (
 	"github.com/cmsync/cmsync/replicator/desired"
 )
 
-// SourceReconciler is the annotation form's front door for kind T: it replicates every
+// sourceReconciler is the annotation form's front door for kind T: it replicates every
 // object labelled cmsync.io/replicate=true into the namespaces its annotations name,
 // deletes the replicas it no longer wants, and writes the outcome onto the source as
 // status annotations and Events. Each pass recomputes everything from the caches, so a
 // pass after a restart is the same as any other.
-type SourceReconciler[T desired.Object] struct {
+type sourceReconciler[T desired.Object] struct {
 	kind desired.Kind[T]
 	// name names the controller in logs and metrics.
 	name string
@@ -48,7 +48,7 @@ type SourceReconciler[T desired.Object] struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings the replicas of one source in line with it.
-func (r *SourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	defer func(start time.Time) { r.metrics.ObserveSync(time.Since(start)) }(time.Now())
 
 	src := r.kind.New()
@@ -69,7 +69,7 @@ func (r *SourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pass, err := r.engine.Run(ctx, owner, plan)
+	pass, err := r.engine.run(ctx, owner, plan)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -81,7 +81,7 @@ func (r *SourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 type invalidSourceError struct{ error }
 
 // planFor decides what the source wants, or why it cannot be acted on.
-func (r *SourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.Owner) (Plan[T], error) {
+func (r *sourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.Owner) (Plan[T], error) {
 	if !r.policy.AllowsSource(src.GetNamespace()) {
 		return Plan[T]{}, invalidSourceError{fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", src.GetNamespace())}
 	}
@@ -115,9 +115,9 @@ func (r *SourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.
 
 // retire deletes every replica of a source that is gone or no longer labelled, and
 // takes the status annotations off an object that stopped being a source.
-func (r *SourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) error {
+func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) error {
 	r.metrics.ForgetSource(owner.Key())
-	deleted, err := r.engine.DeleteAll(ctx, owner)
+	deleted, err := r.engine.deleteAll(ctx, owner)
 	if deleted > 0 {
 		log.FromContext(ctx).Info("deleted the replicas of a retired source", "deleted", deleted)
 	}
@@ -139,7 +139,7 @@ func (r *SourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) e
 
 // reportInvalid writes the Invalid status, an Event and a log line, once per new
 // problem; it does not retry, since only an edit of the source can fix it.
-func (r *SourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner desired.Owner, invalid invalidSourceError) error {
+func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner desired.Owner, invalid invalidSourceError) error {
 	r.metrics.RecordSource(owner.Key(), desired.Summary{})
 	status := desired.InvalidStatus(invalid, src.GetAnnotations()[v1alpha1.SyncedAnnotation])
 	patch := desired.StatusPatch(string(src.GetUID()), src.GetAnnotations(), status, false, time.Now())
@@ -153,7 +153,7 @@ func (r *SourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner de
 
 // report writes the status annotations of a pass, with an Event when they say
 // something new or replicas changed.
-func (r *SourceReconciler[T]) report(ctx context.Context, src T, pass Pass) error {
+func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass Pass) error {
 	status := pass.SourceStatus()
 	current := src.GetAnnotations()
 	patch := desired.StatusPatch(string(src.GetUID()), current, status, pass.Changed(), time.Now())
@@ -168,7 +168,7 @@ func (r *SourceReconciler[T]) report(ctx context.Context, src T, pass Pass) erro
 
 // recordPassEvent records what a pass found: Synced when all targets are in sync,
 // Conflict or Failed otherwise.
-func (r *SourceReconciler[T]) recordPassEvent(ctx context.Context, src T, pass Pass) {
+func (r *sourceReconciler[T]) recordPassEvent(ctx context.Context, src T, pass Pass) {
 	switch {
 	case pass.State == v1alpha1.StatusSynced:
 		r.recorder.Eventf(src, nil, corev1.EventTypeNormal, v1alpha1.ReasonSynced, "Sync", "%s (%s)", pass.Message, pass.SyncedCount())
@@ -180,7 +180,7 @@ func (r *SourceReconciler[T]) recordPassEvent(ctx context.Context, src T, pass P
 	}
 }
 
-func (r *SourceReconciler[T]) patchStatus(ctx context.Context, src T, patch []byte) error {
+func (r *sourceReconciler[T]) patchStatus(ctx context.Context, src T, patch []byte) error {
 	target := r.kind.New()
 	target.SetNamespace(src.GetNamespace())
 	target.SetName(src.GetName())
@@ -198,7 +198,7 @@ func isActiveSource(obj metav1.Object) bool {
 
 // findSourceOfReplica maps a replica of the annotation form to the source its
 // annotation names.
-func (r *SourceReconciler[T]) findSourceOfReplica(_ context.Context, replica T) []reconcile.Request {
+func (r *sourceReconciler[T]) findSourceOfReplica(_ context.Context, replica T) []reconcile.Request {
 	key, ok := desired.SourceKeyOf(replica)
 	if !ok || !desired.AnnotationOwner(r.kind.Name(), key).Owns(replica) {
 		return nil
@@ -210,7 +210,7 @@ func (r *SourceReconciler[T]) findSourceOfReplica(_ context.Context, replica T) 
 // map runs on both the old and the new namespace of an update, so a namespace that
 // stopped matching still reaches the sources that must clean it up. Sources with
 // invalid annotations are skipped: they change nothing until edited.
-func (r *SourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	sources := r.kind.NewList()
 	if err := r.client.List(ctx, sources); err != nil {
 		log.FromContext(ctx).Error(err, "listing sources for a namespace event")
@@ -233,7 +233,7 @@ func (r *SourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj c
 
 // SetupWithManager watches sources (the manager's cache), replicas (the replica cache,
 // mapped to their source) and namespaces (mapped to the sources that may target them).
-func (r *SourceReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache, options controller.Options) error {
+func (r *sourceReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache, options controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
 		For(r.kind.New(), builder.WithPredicates(predicates.SourceChanged(r.kind))).

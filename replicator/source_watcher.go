@@ -18,14 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
-// SourceWatcher watches exactly the ConfigMaps that ConfigMapSyncs name. Those need not
+// sourceWatcher watches exactly the ConfigMaps that ConfigMapSyncs name. Those need not
 // carry any cmsync label, and a label-filtered cache cannot see them; widening the cache
 // to every ConfigMap would make memory grow with the cluster. Instead each named source
 // gets its own informer, filtered server-side by namespace and metadata.name, so the
 // watcher holds those ConfigMaps and nothing else: one small watch per distinct source.
 // Informers start when a reconcile first asks for a source, so only the leader runs
 // them, and stop when no ConfigMapSync names the source any more.
-type SourceWatcher struct {
+type sourceWatcher struct {
 	ctx     context.Context
 	client  kubernetes.Interface
 	events  chan event.GenericEvent
@@ -41,9 +41,9 @@ type sourceInformer struct {
 // syncTimeout bounds how long a reconcile waits for a new informer's first list.
 const syncTimeout = 30 * time.Second
 
-// NewSourceWatcher returns a watcher whose informers live until ctx ends.
-func NewSourceWatcher(ctx context.Context, client kubernetes.Interface) *SourceWatcher {
-	return &SourceWatcher{
+// newSourceWatcher returns a watcher whose informers live until ctx ends.
+func newSourceWatcher(ctx context.Context, client kubernetes.Interface) *sourceWatcher {
+	return &sourceWatcher{
 		ctx:     ctx,
 		client:  client,
 		events:  make(chan event.GenericEvent, 1024),
@@ -53,11 +53,11 @@ func NewSourceWatcher(ctx context.Context, client kubernetes.Interface) *SourceW
 
 // Events delivers a notification for every change of a watched source (for
 // source.Channel).
-func (w *SourceWatcher) Events() <-chan event.GenericEvent { return w.events }
+func (w *sourceWatcher) Events() <-chan event.GenericEvent { return w.events }
 
 // Get returns the source ConfigMap, starting its watch if needed; found is false when it
 // does not exist.
-func (w *SourceWatcher) Get(ctx context.Context, key types.NamespacedName) (cm *corev1.ConfigMap, found bool, err error) {
+func (w *sourceWatcher) Get(ctx context.Context, key types.NamespacedName) (cm *corev1.ConfigMap, found bool, err error) {
 	informer := w.ensure(key)
 	waitCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
@@ -72,7 +72,7 @@ func (w *SourceWatcher) Get(ctx context.Context, key types.NamespacedName) (cm *
 }
 
 // Retain stops the watches of sources not in keep.
-func (w *SourceWatcher) Retain(keep sets.Set[types.NamespacedName]) {
+func (w *sourceWatcher) Retain(keep sets.Set[types.NamespacedName]) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for key, s := range w.sources {
@@ -83,7 +83,7 @@ func (w *SourceWatcher) Retain(keep sets.Set[types.NamespacedName]) {
 	}
 }
 
-func (w *SourceWatcher) ensure(key types.NamespacedName) toolscache.SharedIndexInformer {
+func (w *sourceWatcher) ensure(key types.NamespacedName) toolscache.SharedIndexInformer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if s, ok := w.sources[key]; ok {

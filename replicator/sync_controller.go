@@ -26,15 +26,15 @@ import (
 	"github.com/cmsync/cmsync/replicator/desired"
 )
 
-// SyncReconciler is the ConfigMapSync front door: it resolves a ConfigMapSync's targets
+// syncReconciler is the ConfigMapSync front door: it resolves a ConfigMapSync's targets
 // and hands them to the same pass as the annotation form. Its replicas carry an owner
 // reference to the ConfigMapSync; a finalizer deletes them when the ConfigMapSync is
 // deleted, also where no garbage collector runs.
-type SyncReconciler struct {
+type syncReconciler struct {
 	// client reads ConfigMapSyncs and namespaces from the manager's cache, and writes.
 	client client.Client
 	// sources watches the ConfigMaps that ConfigMapSyncs name.
-	sources *SourceWatcher
+	sources *sourceWatcher
 	door[*corev1.ConfigMap]
 }
 
@@ -42,7 +42,7 @@ type SyncReconciler struct {
 // +kubebuilder:rbac:groups=cmsync.io,resources=configmapsyncs/status,verbs=patch
 
 // Reconcile brings the replicas of one ConfigMapSync in line with its spec and source.
-func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	defer func(start time.Time) { r.metrics.ObserveSync(time.Since(start)) }(time.Now())
 
 	sync := &v1alpha1.ConfigMapSync{}
@@ -67,7 +67,7 @@ func (r *SyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		// No retry: a spec edit, the source's creation or a namespace event wakes it.
 		return ctrl.Result{}, r.reportProblem(ctx, sync, before, owner, plan, problem)
 	}
-	pass, err := r.engine.Run(ctx, owner, plan)
+	pass, err := r.engine.run(ctx, owner, plan)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -96,7 +96,7 @@ type syncProblem struct {
 // planFor resolves targets and reads the source. A problem means: report and change
 // nothing; an error means: retry. With a problem, the plan has its targets when they
 // could be resolved, and no template.
-func (r *SyncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSync, owner desired.Owner) (Plan[*corev1.ConfigMap], *syncProblem, error) {
+func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSync, owner desired.Owner) (Plan[*corev1.ConfigMap], *syncProblem, error) {
 	var plan Plan[*corev1.ConfigMap]
 	spec, err := desired.ParseSyncTargets(sync.Spec)
 	if err != nil {
@@ -139,7 +139,7 @@ func (r *SyncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 
 // reportProblem writes the status of a ConfigMapSync cmsync cannot act on: the
 // replicas are counted as they are, since nothing was changed.
-func (r *SyncReconciler) reportProblem(
+func (r *syncReconciler) reportProblem(
 	ctx context.Context,
 	sync *v1alpha1.ConfigMapSync,
 	before *v1alpha1.ConfigMapSyncStatus,
@@ -147,7 +147,7 @@ func (r *SyncReconciler) reportProblem(
 	plan Plan[*corev1.ConfigMap],
 	problem *syncProblem,
 ) error {
-	synced, err := r.engine.CountIn(owner, owner.Source.Name, plan.Targets)
+	synced, err := r.engine.countIn(owner, owner.Source.Name, plan.Targets)
 	if err != nil {
 		return err
 	}
@@ -157,13 +157,13 @@ func (r *SyncReconciler) reportProblem(
 }
 
 // finalize deletes every replica of a ConfigMapSync being deleted, then lets it go.
-func (r *SyncReconciler) finalize(ctx context.Context, sync *v1alpha1.ConfigMapSync) error {
+func (r *syncReconciler) finalize(ctx context.Context, sync *v1alpha1.ConfigMapSync) error {
 	owner := desired.SyncOwner(sync)
 	r.metrics.ForgetSource(owner.Key())
 	if !controllerutil.ContainsFinalizer(sync, v1alpha1.CleanupFinalizer) {
 		return nil
 	}
-	deleted, err := r.engine.DeleteAll(ctx, owner)
+	deleted, err := r.engine.deleteAll(ctx, owner)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (r *SyncReconciler) finalize(ctx context.Context, sync *v1alpha1.ConfigMapS
 	return client.IgnoreNotFound(r.client.Patch(ctx, sync, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 }
 
-func (r *SyncReconciler) ensureFinalizer(ctx context.Context, sync *v1alpha1.ConfigMapSync) error {
+func (r *syncReconciler) ensureFinalizer(ctx context.Context, sync *v1alpha1.ConfigMapSync) error {
 	if controllerutil.ContainsFinalizer(sync, v1alpha1.CleanupFinalizer) {
 		return nil
 	}
@@ -187,7 +187,7 @@ func (r *SyncReconciler) ensureFinalizer(ctx context.Context, sync *v1alpha1.Con
 
 // writeStatus patches the status when it changed, with an Event and a log line when the
 // Ready condition says something new.
-func (r *SyncReconciler) writeStatus(ctx context.Context, sync *v1alpha1.ConfigMapSync, before *v1alpha1.ConfigMapSyncStatus, eventReason string) error {
+func (r *syncReconciler) writeStatus(ctx context.Context, sync *v1alpha1.ConfigMapSync, before *v1alpha1.ConfigMapSyncStatus, eventReason string) error {
 	if equality.Semantic.DeepEqual(*before, sync.Status) {
 		return nil
 	}
@@ -221,7 +221,7 @@ func findReady(conditions []metav1.Condition) *metav1.Condition {
 
 // retainSourceWatches keeps the source watches of every ConfigMapSync and stops the
 // others.
-func (r *SyncReconciler) retainSourceWatches(ctx context.Context) {
+func (r *syncReconciler) retainSourceWatches(ctx context.Context) {
 	var syncs v1alpha1.ConfigMapSyncList
 	if err := r.client.List(ctx, &syncs); err != nil {
 		return // keep every watch; the next pass retries
@@ -236,7 +236,7 @@ func (r *SyncReconciler) retainSourceWatches(ctx context.Context) {
 }
 
 // findSyncsForSource maps a source ConfigMap to the ConfigMapSyncs naming it.
-func (r *SyncReconciler) findSyncsForSource(ctx context.Context, cm client.Object) []reconcile.Request {
+func (r *syncReconciler) findSyncsForSource(ctx context.Context, cm client.Object) []reconcile.Request {
 	return r.findSyncs(ctx, func(s *v1alpha1.ConfigMapSync) bool {
 		return s.Spec.SourceNamespace == cm.GetNamespace() && s.Spec.ConfigMapName == cm.GetName()
 	})
@@ -244,7 +244,7 @@ func (r *SyncReconciler) findSyncsForSource(ctx context.Context, cm client.Objec
 
 // findSyncsForNamespace maps a namespace (old and new, on updates) to the
 // ConfigMapSyncs whose targets match it.
-func (r *SyncReconciler) findSyncsForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *syncReconciler) findSyncsForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	ns := namespaceOf(obj)
 	return r.findSyncs(ctx, func(s *v1alpha1.ConfigMapSync) bool {
 		spec, err := desired.ParseSyncTargets(s.Spec)
@@ -252,7 +252,7 @@ func (r *SyncReconciler) findSyncsForNamespace(ctx context.Context, obj client.O
 	})
 }
 
-func (r *SyncReconciler) findSyncs(ctx context.Context, match func(*v1alpha1.ConfigMapSync) bool) []reconcile.Request {
+func (r *syncReconciler) findSyncs(ctx context.Context, match func(*v1alpha1.ConfigMapSync) bool) []reconcile.Request {
 	var syncs v1alpha1.ConfigMapSyncList
 	if err := r.client.List(ctx, &syncs); err != nil {
 		log.FromContext(ctx).Error(err, "listing ConfigMapSyncs for an event")
@@ -276,8 +276,8 @@ func findSyncOfReplica(_ context.Context, cm *corev1.ConfigMap) []reconcile.Requ
 }
 
 // SetupWithManager watches ConfigMapSyncs, their replicas, the namespaces they may
-// target and, through the SourceWatcher, the ConfigMaps they name.
-func (r *SyncReconciler) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache, options controller.Options) error {
+// target and, through the sourceWatcher, the ConfigMaps they name.
+func (r *syncReconciler) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache, options controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configmapsync").
 		For(&v1alpha1.ConfigMapSync{}, builder.WithPredicates(predicates.SyncChanged())).

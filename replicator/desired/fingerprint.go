@@ -42,12 +42,12 @@ func isFingerprint[V ~string | ~[]byte](v V) bool {
 	return err == nil
 }
 
-// FingerprintValues returns a new map with every value longer than longerThan bytes
+// fingerprintValues returns a new map with every value longer than longerThan bytes
 // replaced by its fingerprint (longerThan -1: every value). A value that already has
 // the form of a fingerprint is kept, so fingerprinting twice changes nothing: informers
 // may transform an object twice, and a value of that form in a replica can only equal
 // the fingerprint of the source's value if someone knows the process's key.
-func FingerprintValues[V ~string | ~[]byte](m map[string]V, longerThan int) map[string]V {
+func fingerprintValues[V ~string | ~[]byte](m map[string]V, longerThan int) map[string]V {
 	if m == nil {
 		return nil
 	}

@@ -29,7 +29,7 @@ func FuzzParseTargetAnnotations(f *testing.F) {
 		if hasSelector {
 			s = &selector
 		}
-		spec, err := ParseTargetAnnotations(n, s)
+		spec, err := parseTargetAnnotations(n, s)
 		if err != nil {
 			msg := err.Error()
 			if !strings.Contains(msg, "target-namespaces") && !strings.Contains(msg, "target-selector") {
@@ -50,7 +50,7 @@ func FuzzParseStripMetadata(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, value string) {
-		globs, err := ParseStripMetadata(value)
+		globs, err := parseStripMetadata(value)
 		if err != nil {
 			if !strings.Contains(err.Error(), "strip-metadata") {
 				t.Fatalf("error does not name the annotation: %q", err)
@@ -99,7 +99,7 @@ func FuzzTemplate(f *testing.F) {
 		src.Data[key] = value
 		src.BinaryData[key] = binary
 		src.Labels[key] = value
-		globs, err := ParseStripMetadata(strip)
+		globs, err := parseStripMetadata(strip)
 		if err != nil {
 			globs = nil
 		}

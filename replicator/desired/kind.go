@@ -56,7 +56,7 @@ type Kind[T Object] interface {
 	// SetContent sets obj's content to c; the maps are taken, not copied.
 	SetContent(obj T, c Content)
 	// Fingerprint returns c with each value that is not to be held in memory replaced
-	// by its fingerprint (see FingerprintValues). The replica cache keeps replicas in
+	// by its fingerprint (see fingerprintValues). The replica cache keeps replicas in
 	// this form, and a desired replica is compared in it.
 	Fingerprint(c Content) Content
 	// PatchFields names the API fields of Content.Text and Content.Binary; empty when
@@ -91,8 +91,8 @@ func (ConfigMapKind) Fingerprint(c Content) Content {
 	return Content{
 		Type:      c.Type,
 		Immutable: c.Immutable,
-		Text:      FingerprintValues(c.Text, longValue),
-		Binary:    FingerprintValues(c.Binary, longValue),
+		Text:      fingerprintValues(c.Text, longValue),
+		Binary:    fingerprintValues(c.Binary, longValue),
 	}
 }
 

@@ -89,11 +89,11 @@ func SourceKeyOf(obj metav1.Object) (types.NamespacedName, bool) {
 	return parseSourceKey(obj.GetAnnotations()[v1alpha1.SourceAnnotation])
 }
 
-// SourceID is the value of the source-id label on every replica of source: a hash,
+// sourceID is the value of the source-id label on every replica of source: a hash,
 // because a name (up to 253 characters) does not fit in a label value (63). It lets
 // anyone list the replicas of one source with one label selector; ownership is decided
 // by the source annotation alone.
-func SourceID(source types.NamespacedName) string {
+func sourceID(source types.NamespacedName) string {
 	sum := sha256.Sum256([]byte(source.String()))
 	return hex.EncodeToString(sum[:])[:40]
 }

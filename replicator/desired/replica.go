@@ -36,7 +36,7 @@ func NewTemplate[T Object](kind Kind[T], source T, strip []string, owner Owner) 
 	key := types.NamespacedName{Namespace: source.GetNamespace(), Name: source.GetName()}
 	labels := copiedMetadata(source.GetLabels(), strip)
 	labels[v1alpha1.ManagedByLabel] = v1alpha1.ManagedByValue
-	labels[v1alpha1.SourceIDLabel] = SourceID(key)
+	labels[v1alpha1.SourceIDLabel] = sourceID(key)
 	annotations := copiedMetadata(source.GetAnnotations(), strip)
 	annotations[v1alpha1.SourceAnnotation] = key.String()
 	content := kind.Content(source)
@@ -78,10 +78,10 @@ func (t Template[T]) contentCopy() Content {
 // Name is the name of the replicas.
 func (t Template[T]) Name() string { return t.name }
 
-// ParseStripMetadata parses the strip-metadata annotation: a comma list of globs over
+// parseStripMetadata parses the strip-metadata annotation: a comma list of globs over
 // label and annotation keys, where "*" also matches "/" (so "*" alone strips
 // everything). A marker cmsync itself sets cannot be stripped by name.
-func ParseStripMetadata(value string) ([]string, error) {
+func parseStripMetadata(value string) ([]string, error) {
 	var globs []string
 	for _, entry := range strings.Split(value, ",") {
 		entry = strings.TrimSpace(entry)
@@ -109,7 +109,7 @@ func StripMetadataOf(source metav1.Object) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	return ParseStripMetadata(value)
+	return parseStripMetadata(value)
 }
 
 // keyGlob lets "*" in a key glob cross the "/" between a key's prefix and name:

@@ -45,7 +45,7 @@ func TestDesiredReplica(t *testing.T) {
 		AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "settings"}),
 	).In("team-a")
 	key := types.NamespacedName{Namespace: "platform", Name: "settings"}
-	wantLabels := map[string]string{"team": "platform", v1alpha1.ManagedByLabel: "cmsync", v1alpha1.SourceIDLabel: SourceID(key)}
+	wantLabels := map[string]string{"team": "platform", v1alpha1.ManagedByLabel: "cmsync", v1alpha1.SourceIDLabel: sourceID(key)}
 	wantAnnotations := map[string]string{"note": "n", v1alpha1.SourceAnnotation: "platform/settings"}
 	if got.Namespace != "team-a" || got.Name != "settings" {
 		t.Errorf("placed at %s/%s", got.Namespace, got.Name)
@@ -81,11 +81,11 @@ func TestDesiredReplica(t *testing.T) {
 func TestSourceIDFitsALabelForLongNames(t *testing.T) {
 	long := types.NamespacedName{Namespace: strings.Repeat("n", 63), Name: strings.Repeat("a", 253)}
 	for _, key := range []types.NamespacedName{long, {Namespace: "a", Name: "b"}} {
-		if errs := validation.IsValidLabelValue(SourceID(key)); len(errs) > 0 {
-			t.Errorf("SourceID(%v) is not a label value: %v", key, errs)
+		if errs := validation.IsValidLabelValue(sourceID(key)); len(errs) > 0 {
+			t.Errorf("sourceID(%v) is not a label value: %v", key, errs)
 		}
 	}
-	if SourceID(types.NamespacedName{Namespace: "a-b", Name: "c"}) == SourceID(types.NamespacedName{Namespace: "a", Name: "b-c"}) {
+	if sourceID(types.NamespacedName{Namespace: "a-b", Name: "c"}) == sourceID(types.NamespacedName{Namespace: "a", Name: "b-c"}) {
 		t.Errorf("distinct sources share an ID")
 	}
 }
@@ -113,7 +113,7 @@ func TestParseStripMetadata(t *testing.T) {
 		{value: "cmsync.io/source", wantErr: "cmsync sets this key"},
 	}
 	for _, tt := range tests {
-		got, err := ParseStripMetadata(tt.value)
+		got, err := parseStripMetadata(tt.value)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("%q: error %v, want %q", tt.value, err, tt.wantErr)
@@ -260,17 +260,17 @@ func TestDiffAgainstAFingerprintedCacheCopy(t *testing.T) {
 
 func TestFingerprintValues(t *testing.T) {
 	long := strings.Repeat("x", 100)
-	got := FingerprintValues(map[string]string{"short": "v", "long": long}, longValue)
+	got := fingerprintValues(map[string]string{"short": "v", "long": long}, longValue)
 	if got["short"] != "v" || got["long"] == long || !isFingerprint(got["long"]) {
 		t.Errorf("fingerprints: %v", got)
 	}
-	if again := FingerprintValues(got, longValue); !reflect.DeepEqual(again, got) {
+	if again := fingerprintValues(got, longValue); !reflect.DeepEqual(again, got) {
 		t.Errorf("fingerprinting twice changed %v into %v", got, again)
 	}
-	if every := FingerprintValues(map[string][]byte{"s": []byte("v")}, -1); !isFingerprint(every["s"]) {
+	if every := fingerprintValues(map[string][]byte{"s": []byte("v")}, -1); !isFingerprint(every["s"]) {
 		t.Errorf("longerThan -1 must fingerprint every value: %q", every["s"])
 	}
-	if FingerprintValues[string](nil, 0) != nil {
+	if fingerprintValues[string](nil, 0) != nil {
 		t.Errorf("nil map must stay nil")
 	}
 }

@@ -22,16 +22,16 @@ type Namespace struct {
 
 // TargetSpec says where a source wants its replicas: namespaces matched by the include
 // globs or by the selector, minus those matched by an exclude glob. The zero value
-// targets nothing. Build it with ParseTargetAnnotations (the annotation form) or
-// NewTargetSpec (the ConfigMapSync form); both validate every part.
+// targets nothing. Build it with TargetsOf (the annotation form) or
+// ParseSyncTargets (the ConfigMapSync form); both validate every part.
 type TargetSpec struct {
 	include  []string
 	exclude  []string
 	selector labels.Selector
 }
 
-// NewTargetSpec combines already parsed parts into a spec. selector may be nil.
-func NewTargetSpec(include, exclude []string, selector labels.Selector) TargetSpec {
+// newTargetSpec combines already parsed parts into a spec. selector may be nil.
+func newTargetSpec(include, exclude []string, selector labels.Selector) TargetSpec {
 	return TargetSpec{include: include, exclude: exclude, selector: selector}
 }
 
@@ -92,23 +92,23 @@ func TargetNamespaces(spec TargetSpec, sourceNamespace string, namespaces []Name
 	return targets
 }
 
-// ParseTargetAnnotations parses the target-namespaces and target-selector annotation
+// parseTargetAnnotations parses the target-namespaces and target-selector annotation
 // values; a nil value means the annotation is absent. Both absent is valid and targets
 // nothing (the source's replicas are then cleaned up). A present but empty value, a bad
 // glob, a bad selector or a list of exclusions with nothing to exclude from is an error
 // naming the annotation and the problem.
-func ParseTargetAnnotations(namespaces, selector *string) (TargetSpec, error) {
+func parseTargetAnnotations(namespaces, selector *string) (TargetSpec, error) {
 	var spec TargetSpec
 	var errs []error
 	if namespaces != nil {
-		include, exclude, err := ParseNamespaceList(*namespaces)
+		include, exclude, err := parseNamespaceList(*namespaces)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("invalid target-namespaces %q: %w", *namespaces, err))
 		}
 		spec.include, spec.exclude = include, exclude
 	}
 	if selector != nil {
-		sel, err := ParseNamespaceSelector(*selector)
+		sel, err := parseNamespaceSelector(*selector)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("invalid target-selector %q: %w", *selector, err))
 		}
@@ -128,7 +128,7 @@ func ParseTargetAnnotations(namespaces, selector *string) (TargetSpec, error) {
 
 // TargetsOf parses the target annotations of a source.
 func TargetsOf(source metav1.Object) (TargetSpec, error) {
-	return ParseTargetAnnotations(annotationOf(source, v1alpha1.TargetNamespacesAnnotation), annotationOf(source, v1alpha1.TargetSelectorAnnotation))
+	return parseTargetAnnotations(annotationOf(source, v1alpha1.TargetNamespacesAnnotation), annotationOf(source, v1alpha1.TargetSelectorAnnotation))
 }
 
 // annotationOf returns a pointer to an annotation's value, nil when it is absent.
@@ -139,17 +139,17 @@ func annotationOf(obj metav1.Object, key string) *string {
 	return nil
 }
 
-// ParseNamespaceList splits a comma list of namespace names and globs into include and
+// parseNamespaceList splits a comma list of namespace names and globs into include and
 // exclude ("!"-prefixed) patterns. Spaces around entries are ignored; an empty list, an
 // empty entry or an entry that is not a valid name or glob is an error.
-func ParseNamespaceList(value string) (include, exclude []string, err error) {
+func parseNamespaceList(value string) (include, exclude []string, err error) {
 	if strings.TrimSpace(value) == "" {
 		return nil, nil, errors.New("the list is empty")
 	}
 	for _, entry := range strings.Split(value, ",") {
 		entry = strings.TrimSpace(entry)
 		pattern, excluded := strings.CutPrefix(entry, "!")
-		if err := ValidateNamespaceGlob(pattern); err != nil {
+		if err := validateNamespaceGlob(pattern); err != nil {
 			return nil, nil, fmt.Errorf("entry %q: %w", entry, err)
 		}
 		if excluded {
@@ -161,9 +161,9 @@ func ParseNamespaceList(value string) (include, exclude []string, err error) {
 	return include, exclude, nil
 }
 
-// ParseNamespaceSelector parses a label selector exactly as kubectl -l does. An empty
+// parseNamespaceSelector parses a label selector exactly as kubectl -l does. An empty
 // value is an error: it would otherwise select every namespace.
-func ParseNamespaceSelector(value string) (labels.Selector, error) {
+func parseNamespaceSelector(value string) (labels.Selector, error) {
 	if strings.TrimSpace(value) == "" {
 		return nil, errors.New("the selector is empty")
 	}
@@ -179,7 +179,7 @@ func ParseGlobList(value string) ([]string, error) {
 		if entry == "" {
 			continue
 		}
-		if err := ValidateNamespaceGlob(entry); err != nil {
+		if err := validateNamespaceGlob(entry); err != nil {
 			return nil, fmt.Errorf("entry %q: %w", entry, err)
 		}
 		globs = append(globs, entry)
@@ -187,10 +187,10 @@ func ParseGlobList(value string) ([]string, error) {
 	return globs, nil
 }
 
-// ValidateNamespaceGlob checks that pattern is a namespace name or a glob that can
+// validateNamespaceGlob checks that pattern is a namespace name or a glob that can
 // match one: lower-case letters, digits and "-", plus the glob syntax "*", "?" and
 // character classes such as "[a-z]" or "[^0-9]".
-func ValidateNamespaceGlob(pattern string) error {
+func validateNamespaceGlob(pattern string) error {
 	if pattern == "" {
 		return errors.New("empty name")
 	}
@@ -237,14 +237,14 @@ func matchesAny(patterns []string, name string) bool {
 func ParseSyncTargets(spec v1alpha1.ConfigMapSyncSpec) (TargetSpec, error) {
 	var include, exclude []string
 	if spec.DestinationNamespace != "" {
-		if err := ValidateNamespaceGlob(spec.DestinationNamespace); err != nil {
+		if err := validateNamespaceGlob(spec.DestinationNamespace); err != nil {
 			return TargetSpec{}, fmt.Errorf("spec.destinationNamespace %q: %w", spec.DestinationNamespace, err)
 		}
 		include = append(include, spec.DestinationNamespace)
 	}
 	for i, entry := range spec.DestinationNamespaces {
 		pattern, excluded := strings.CutPrefix(strings.TrimSpace(entry), "!")
-		if err := ValidateNamespaceGlob(pattern); err != nil {
+		if err := validateNamespaceGlob(pattern); err != nil {
 			return TargetSpec{}, fmt.Errorf("spec.destinationNamespaces[%d] %q: %w", i, entry, err)
 		}
 		if excluded {
@@ -260,7 +260,7 @@ func ParseSyncTargets(spec v1alpha1.ConfigMapSyncSpec) (TargetSpec, error) {
 			return TargetSpec{}, fmt.Errorf("spec.namespaceSelector: %w", err)
 		}
 	}
-	targets := NewTargetSpec(include, exclude, selector)
+	targets := newTargetSpec(include, exclude, selector)
 	if targets.IsEmpty() {
 		return TargetSpec{}, errors.New("no targets: set spec.destinationNamespace, spec.destinationNamespaces or spec.namespaceSelector")
 	}

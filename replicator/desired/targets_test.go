@@ -49,7 +49,7 @@ func TestParseTargetAnnotations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec, err := ParseTargetAnnotations(tt.names, tt.sel)
+			spec, err := parseTargetAnnotations(tt.names, tt.sel)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
@@ -64,7 +64,7 @@ func TestParseTargetAnnotations(t *testing.T) {
 			}
 		})
 	}
-	_, err := ParseTargetAnnotations(strPtr("A"), strPtr("=x"))
+	_, err := parseTargetAnnotations(strPtr("A"), strPtr("=x"))
 	if err == nil || !strings.Contains(err.Error(), "target-selector") {
 		t.Errorf("both problems should be reported, got %v", err)
 	}
@@ -107,7 +107,7 @@ func TestTargetNamespaces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec, err := ParseTargetAnnotations(tt.names, tt.sel)
+			spec, err := parseTargetAnnotations(tt.names, tt.sel)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -53,7 +53,7 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 			// Reads never modify cached replicas (writes are built from the desired
 			// replica), so they can skip the deep copy that would otherwise copy every
 			// replica of a source on every pass.
-			kind.New(): {Label: Selector(), Transform: transform(kind, sharer), UnsafeDisableDeepCopy: ptr.To(true)},
+			kind.New(): {Label: selector(), Transform: transform(kind, sharer), UnsafeDisableDeepCopy: ptr.To(true)},
 		},
 	})
 	if err != nil {
@@ -104,9 +104,9 @@ func (c *Cache[T]) Compact(obj T) T {
 	return obj
 }
 
-// Selector selects the objects cmsync wrote. It does not require the source-id label,
+// selector selects the objects cmsync wrote. It does not require the source-id label,
 // so a replica whose source-id label was removed stays in view and is repaired.
-func Selector() labels.Selector {
+func selector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 }
 
