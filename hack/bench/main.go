@@ -34,6 +34,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 )
 
@@ -665,7 +667,7 @@ func (p *process) sampleRSS() {
 		case <-p.done:
 			return
 		case <-time.After(100 * time.Millisecond):
-			if hwm := statusKiB(p.cmd.Process.Pid, "VmHWM:"); hwm > p.peakRSS.Load() {
+			if _, hwm := memoryKiB(p.cmd.Process.Pid); hwm > p.peakRSS.Load() {
 				p.peakRSS.Store(hwm)
 			}
 		}
@@ -721,9 +723,10 @@ func (b *bench) cpuProfiles(ctx context.Context, p *process, name string) (wait 
 }
 
 func (p *process) memory() Memory {
+	rss, peak := memoryKiB(p.cmd.Process.Pid)
 	return Memory{
-		SteadyMiB: float64(statusKiB(p.cmd.Process.Pid, "VmRSS:")) / 1024,
-		PeakMiB:   float64(max(p.peakRSS.Load(), statusKiB(p.cmd.Process.Pid, "VmHWM:"))) / 1024,
+		SteadyMiB: float64(rss) / 1024,
+		PeakMiB:   float64(max(p.peakRSS.Load(), peak)) / 1024,
 	}
 }
 
@@ -735,79 +738,45 @@ func (p *process) stop() {
 
 func (p *process) cpuSeconds() float64 { return cpuSeconds(p.cmd.Process.Pid) }
 
-// cpuSeconds is the user and system CPU time a process has used (/proc/<pid>/stat, in
-// clock ticks of 1/100 s on Linux).
+// cpuSeconds is the user and system CPU time a process has used.
 func cpuSeconds(pid int) float64 {
-	fields := statFields(pid)
-	if len(fields) < 13 {
+	proc, err := procfs.NewProc(pid)
+	if err != nil {
 		return 0
 	}
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100
+	stat, err := proc.Stat()
+	if err != nil {
+		return 0
+	}
+	return stat.CPUTime()
 }
 
 // stolenSeconds is the CPU time the hypervisor gave to others while this machine's
 // CPUs wanted to run (/proc/stat's steal column, summed over CPUs): phases hit by it
 // are slower for reasons outside the bench.
 func stolenSeconds() float64 {
-	b, err := os.ReadFile("/proc/stat")
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return 0
 	}
-	fields := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
-	if len(fields) < 9 {
-		return 0
-	}
-	steal, _ := strconv.ParseFloat(fields[8], 64)
-	return steal / 100
-}
-
-// parentOf returns a process's command name and its parent's pid.
-func parentOf(pid int) (comm string, ppid int) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", 0
-	}
-	comm, fields := splitStat(string(b))
-	if len(fields) > 1 {
-		ppid, _ = strconv.Atoi(fields[1])
-	}
-	return comm, ppid
-}
-
-// statFields are the fields of /proc/<pid>/stat after the command name.
-func statFields(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil
-	}
-	_, fields := splitStat(string(b))
-	return fields
-}
-
-// splitStat splits a /proc/<pid>/stat line into the command name, which is in
-// parentheses and may hold spaces, and the fields after it; fields[0] is the state.
-func splitStat(stat string) (comm string, fields []string) {
-	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
-	if open < 0 || end < open {
-		return "", nil
-	}
-	return stat[open+1 : end], strings.Fields(stat[end+1:])
-}
-
-func statusKiB(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	stat, err := fs.Stat()
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, field) {
-			v, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-			return v
-		}
+	return stat.CPUTotal.Steal
+}
+
+// memoryKiB returns a process's resident size now and at its peak, in KiB.
+func memoryKiB(pid int) (rss, peak int64) {
+	proc, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, 0
 	}
-	return 0
+	status, err := proc.NewStatus()
+	if err != nil {
+		return 0, 0
+	}
+	return int64(status.VmRSS / 1024), int64(status.VmHWM / 1024)
 }
 
 func (b *bench) print() {
@@ -963,14 +932,10 @@ func (b *bench) apiRequests() map[string]int {
 // processes (kube-apiserver, etcd, cmsync), by command name, and the time stolen.
 func processCPU() map[string]float64 {
 	cpu := map[string]float64{"bench": cpuSeconds(os.Getpid()), "(stolen)": stolenSeconds()}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if comm, ppid := parentOf(pid); ppid == os.Getpid() {
-			cpu[comm] += cpuSeconds(pid)
+	procs, _ := procfs.AllProcs()
+	for _, proc := range procs {
+		if stat, err := proc.Stat(); err == nil && stat.PPID == os.Getpid() {
+			cpu[stat.Comm] += stat.CPUTime()
 		}
 	}
 	return cpu
