@@ -15,7 +15,8 @@ func BenchmarkDiff(b *testing.B) {
 	template := NewTemplate(ConfigMapKind{}, src, nil, settingsOwner)
 	cached := fingerprinted(template.In("team-a"))
 	cached.ManagedFields = managedFields(v1alpha1.FieldManager,
-		`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{},"f:cmsync.io/source-id":{},"f:team":{}},"f:annotations":{"f:cmsync.io/source":{},"f:note":{}}}}`)
+		`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{},"f:cmsync.io/source-id":{},"f:team":{}},`+
+			`"f:annotations":{"f:cmsync.io/source":{},"f:note":{}}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
 		if !template.Diff(cached).InSync() {
