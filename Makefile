@@ -56,6 +56,7 @@ helm-lint: ## helm lint and helm template of the chart, with a pinned helm built
 	$(HELM) lint --strict $(CHART)
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system >/dev/null
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set metrics.serviceMonitor.enabled=true --set replicaCount=2 >/dev/null
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true >/dev/null
 
 .PHONY: docker-build
 docker-build: ## Build the container image IMG with Docker (needs a Docker engine).

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -41,6 +42,7 @@ type options struct {
 	excludeNamespaces       string
 	sourceNamespaces        string
 	configMapSync           string
+	secrets                 string
 	leaderElect             bool
 	leaderElectionNamespace string
 	metricsAddr             string
@@ -61,6 +63,8 @@ func parseFlags() options {
 		"Comma list of namespace globs where sources may live; sources elsewhere are reported Invalid.")
 	flag.StringVar(&o.configMapSync, "configmapsync", "auto",
 		"Run the ConfigMapSync controller: auto (when its CRD is installed), enabled or disabled.")
+	flag.StringVar(&o.secrets, "secrets", "disabled",
+		"Replicate labelled Secrets too: enabled or disabled (no request about Secrets at all).")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader so that only one of several controller processes writes.")
 	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
@@ -92,33 +96,46 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
+	replicate, err := o.replicatorOptions()
+	if err != nil {
+		return err
+	}
+	mgr, err := newManager(ctx, o, replicator.ManagerCacheOptions(replicate))
+	if err != nil {
+		return err
+	}
+	if err := replicator.Setup(ctx, mgr, replicate); err != nil {
+		return err
+	}
+	if err := addHealthChecks(mgr); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("starting cmsync", "excludeNamespaces", replicate.Policy.ExcludeNamespaces,
+		"sourceNamespaces", replicate.Policy.SourceNamespaces, "secrets", o.secrets)
+	return mgr.Start(ctx)
+}
+
+// replicatorOptions checks the flags the controllers take.
+func (o options) replicatorOptions() (replicator.Options, error) {
 	policy, err := o.policy()
 	if err != nil {
-		return err
+		return replicator.Options{}, err
 	}
-	mgr, err := newManager(ctx, o)
-	if err != nil {
-		return err
+	if o.secrets != "enabled" && o.secrets != "disabled" {
+		return replicator.Options{}, fmt.Errorf("--secrets=%q: must be enabled or disabled", o.secrets)
 	}
-	err = replicator.Setup(ctx, mgr, replicator.Options{
+	return replicator.Options{
 		Policy:          policy,
 		Writers:         writersPerSource,
 		ConflictRecheck: o.conflictRecheck,
 		Controller:      o.controllerOptions(),
 		Registerer:      metrics.Registry,
 		ConfigMapSync:   o.configMapSync,
-	})
-	if err != nil {
-		return err
-	}
-	if err := addHealthChecks(mgr); err != nil {
-		return err
-	}
-	ctrl.Log.WithName("setup").Info("starting cmsync", "excludeNamespaces", policy.ExcludeNamespaces, "sourceNamespaces", policy.SourceNamespaces)
-	return mgr.Start(ctx)
+		Secrets:         o.secrets == "enabled",
+	}, nil
 }
 
-func newManager(ctx context.Context, o options) (ctrl.Manager, error) {
+func newManager(ctx context.Context, o options, cacheOptions cache.Options) (ctrl.Manager, error) {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
@@ -134,7 +151,7 @@ func newManager(ctx context.Context, o options) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  newScheme(),
-		Cache:                   replicator.ManagerCacheOptions(),
+		Cache:                   cacheOptions,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr, ExtraHandlers: o.profilingHandlers()},
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.leaderElect,

@@ -17,7 +17,8 @@ import (
 
 // The caches hold only what cmsync manages, so memory grows with the sources and
 // replicas, not with the objects of the cluster:
-//   - the manager's cache: ConfigMaps labelled cmsync.io/replicate=true (sources), and
+//   - the manager's cache: ConfigMaps (and Secrets, when enabled) labelled
+//     cmsync.io/replicate=true (sources), and
 //     namespaces as metadata only (names, labels, deletion);
 //   - the replica cache of each kind (replicacache): the objects carrying cmsync's
 //     managed-by label.
@@ -25,17 +26,22 @@ import (
 // different labels (a replica never carries the replicate label, so it can never become
 // a source), hence two caches.
 
-// ManagerCacheOptions filters the manager's cache to sources and namespace metadata.
-func ManagerCacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {
-			Label:     labels.SelectorFromSet(labels.Set{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}),
-			Transform: cache.TransformStripManagedFields(),
-		},
-		namespaceMetadata(): {
-			Transform: stripNamespaceMetadata,
-		},
-	}}
+// ManagerCacheOptions filters the manager's cache to sources (labelled ConfigMaps and,
+// with o.Secrets, labelled Secrets) and namespace metadata. Without o.Secrets the cache
+// has no Secret informer, so cmsync makes no request about Secrets.
+func ManagerCacheOptions(o Options) cache.Options {
+	sources := cache.ByObject{
+		Label:     labels.SelectorFromSet(labels.Set{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}),
+		Transform: cache.TransformStripManagedFields(),
+	}
+	byObject := map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: sources,
+		namespaceMetadata(): {Transform: stripNamespaceMetadata},
+	}
+	if o.Secrets {
+		byObject[&corev1.Secret{}] = sources
+	}
+	return cache.Options{ByObject: byObject}
 }
 
 // namespaceMetadata is the metadata-only form of Namespace that the manager's cache

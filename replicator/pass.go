@@ -118,7 +118,7 @@ type door[T desired.Object] struct {
 // when to look again. Failures back off through the rate limiter; conflicts are
 // rechecked on a timer.
 func (d *door[T]) finish(ctx context.Context, owner desired.Owner, pass Pass, reportErr error) (ctrl.Result, error) {
-	d.metrics.RecordSource(owner.Key(), pass.Summary)
+	d.metrics.RecordSource(owner, pass.Summary)
 	if pass.Changed() {
 		log.FromContext(ctx).Info("replicas written", "written", pass.Written, "deleted", pass.Deleted, "synced", pass.SyncedCount())
 	}

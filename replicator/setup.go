@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -33,6 +32,9 @@ type Options struct {
 	// ConfigMapSync runs the ConfigMapSync controller: "auto" when its CRD is
 	// installed, "enabled" (an error without the CRD) or "disabled".
 	ConfigMapSync string
+	// Secrets replicates labelled Secrets too. Off, cmsync makes no request about
+	// Secrets at all.
+	Secrets bool
 }
 
 // Values of Options.ConfigMapSync.
@@ -42,34 +44,28 @@ const (
 	ConfigMapSyncDisabled = "disabled"
 )
 
-// Setup adds the replica cache, the source controller and, as Options.ConfigMapSync
-// says, the ConfigMapSync controller to mgr, whose cache must be built with
-// ManagerCacheOptions and whose scheme must include v1alpha1.
+// Setup adds to mgr, for ConfigMaps and, with Options.Secrets, for Secrets: the
+// replica cache and the source controller; and, as Options.ConfigMapSync says, the
+// ConfigMapSync controller. mgr's cache must be built with ManagerCacheOptions(o) and
+// its scheme must include v1alpha1.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	runSyncs, err := shouldRunConfigMapSync(mgr, o.ConfigMapSync)
 	if err != nil {
 		return err
 	}
-	kind := desired.ConfigMapKind{}
-	replicas, err := replicacache.New(ctx, replicacache.Config{
-		REST: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-	}, kind)
+	kinds := []string{desired.ConfigMapKind{}.Name()}
+	if o.Secrets {
+		kinds = append(kinds, desired.SecretKind{}.Name())
+	}
+	metrics := newMetrics(o.Registerer, kinds...)
+	configMaps, configMapReplicas, err := setupKind(ctx, mgr, o, desired.ConfigMapKind{}, "source", metrics)
 	if err != nil {
 		return err
 	}
-	if err := mgr.Add(replicas); err != nil {
-		return fmt.Errorf("adding the replica cache: %w", err)
-	}
-	shared := door[*corev1.ConfigMap]{
-		engine:          NewEngine(kind, mgr.GetClient(), replicas, mgr.GetAPIReader(), o.Writers),
-		policy:          o.Policy,
-		recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),
-		metrics:         newMetrics(o.Registerer),
-		conflictRecheck: o.ConflictRecheck,
-	}
-	sources := &sourceReconciler[*corev1.ConfigMap]{kind: kind, name: "source", client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), door: shared}
-	if err := sources.SetupWithManager(mgr, replicas, o.Controller); err != nil {
-		return fmt.Errorf("setting up the source controller: %w", err)
+	if o.Secrets {
+		if _, _, err := setupKind(ctx, mgr, o, desired.SecretKind{}, "secret-source", metrics); err != nil {
+			return err
+		}
 	}
 	if !runSyncs {
 		log.FromContext(ctx).Info("the ConfigMapSync controller is off", "configmapsync", o.ConfigMapSync)
@@ -79,11 +75,40 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating a clientset: %w", err)
 	}
-	syncs := &syncReconciler{client: mgr.GetClient(), sources: newSourceWatcher(ctx, clientset), door: shared}
-	if err := syncs.SetupWithManager(mgr, replicas, o.Controller); err != nil {
+	syncs := &syncReconciler{client: mgr.GetClient(), sources: newSourceWatcher(ctx, clientset), door: configMaps}
+	if err := syncs.SetupWithManager(mgr, configMapReplicas, o.Controller); err != nil {
 		return fmt.Errorf("setting up the ConfigMapSync controller: %w", err)
 	}
 	return nil
+}
+
+// setupKind adds the replica cache and the source controller (named name) of kind to
+// mgr, and returns the door their passes go through, which the ConfigMapSync
+// controller shares for ConfigMaps.
+func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Options, kind desired.Kind[T], name string, metrics *sourceMetrics) (
+	door[T], *replicacache.Cache[T], error,
+) {
+	replicas, err := replicacache.New(ctx, replicacache.Config{
+		REST: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+	}, kind)
+	if err != nil {
+		return door[T]{}, nil, err
+	}
+	if err := mgr.Add(replicas); err != nil {
+		return door[T]{}, nil, fmt.Errorf("adding the %s replica cache: %w", kind.Name(), err)
+	}
+	shared := door[T]{
+		engine:          NewEngine(kind, mgr.GetClient(), replicas, mgr.GetAPIReader(), o.Writers),
+		policy:          o.Policy,
+		recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),
+		metrics:         metrics,
+		conflictRecheck: o.ConflictRecheck,
+	}
+	sources := &sourceReconciler[T]{kind: kind, name: name, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), door: shared}
+	if err := sources.SetupWithManager(mgr, replicas, o.Controller); err != nil {
+		return door[T]{}, nil, fmt.Errorf("setting up the %s source controller: %w", kind.Name(), err)
+	}
+	return shared, replicas, nil
 }
 
 // shouldRunConfigMapSync decides from the mode and whether the API server serves the

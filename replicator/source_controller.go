@@ -95,6 +95,9 @@ func (r *sourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.
 			),
 		}
 	}
+	if err := r.kind.CheckSource(src); err != nil {
+		return Plan[T]{}, invalidSourceError{err}
+	}
 	spec, err := desired.TargetsOf(src)
 	if err != nil {
 		return Plan[T]{}, invalidSourceError{err}
@@ -116,7 +119,7 @@ func (r *sourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.
 // retire deletes every replica of a source that is gone or no longer labelled, and
 // takes the status annotations off an object that stopped being a source.
 func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) error {
-	r.metrics.ForgetSource(owner.Key())
+	r.metrics.ForgetSource(owner)
 	deleted, err := r.engine.deleteAll(ctx, owner)
 	if deleted > 0 {
 		log.FromContext(ctx).Info("deleted the replicas of a retired source", "deleted", deleted)
@@ -140,7 +143,7 @@ func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) e
 // reportInvalid writes the Invalid status, an Event and a log line, once per new
 // problem; it does not retry, since only an edit of the source can fix it.
 func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner desired.Owner, invalid invalidSourceError) error {
-	r.metrics.RecordSource(owner.Key(), desired.Summary{})
+	r.metrics.RecordSource(owner, desired.Summary{})
 	status := desired.InvalidStatus(invalid, src.GetAnnotations()[v1alpha1.SyncedAnnotation])
 	patch := desired.StatusPatch(string(src.GetUID()), src.GetAnnotations(), status, false, time.Now())
 	if patch == nil {

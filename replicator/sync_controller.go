@@ -152,14 +152,14 @@ func (r *syncReconciler) reportProblem(
 		return err
 	}
 	desired.SetSyncProblem(&sync.Status, sync.Generation, owner.Source.String(), problem.reason, problem, len(plan.Targets), synced)
-	r.metrics.RecordSource(owner.Key(), desired.Summary{})
+	r.metrics.RecordSource(owner, desired.Summary{})
 	return r.writeStatus(ctx, sync, before, problem.reason)
 }
 
 // finalize deletes every replica of a ConfigMapSync being deleted, then lets it go.
 func (r *syncReconciler) finalize(ctx context.Context, sync *v1alpha1.ConfigMapSync) error {
 	owner := desired.SyncOwner(sync)
-	r.metrics.ForgetSource(owner.Key())
+	r.metrics.ForgetSource(owner)
 	if !controllerutil.ContainsFinalizer(sync, v1alpha1.CleanupFinalizer) {
 		return nil
 	}

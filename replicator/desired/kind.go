@@ -7,6 +7,7 @@ package desired
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,6 +63,8 @@ type Kind[T Object] interface {
 	// PatchFields names the API fields of Content.Text and Content.Binary; empty when
 	// the kind has no such field.
 	PatchFields() (text, binary string)
+	// CheckSource says why source must not be copied at all, or nil.
+	CheckSource(source T) error
 }
 
 // ConfigMapKind describes ConfigMaps: data, binaryData and immutable.
@@ -75,6 +78,8 @@ func (ConfigMapKind) Name() string                  { return "ConfigMap" }
 func (ConfigMapKind) New() *corev1.ConfigMap        { return &corev1.ConfigMap{} }
 func (ConfigMapKind) NewList() ObjectList           { return &corev1.ConfigMapList{} }
 func (ConfigMapKind) PatchFields() (string, string) { return "data", "binaryData" }
+
+func (ConfigMapKind) CheckSource(*corev1.ConfigMap) error { return nil }
 
 func (ConfigMapKind) Content(cm *corev1.ConfigMap) Content {
 	return Content{Immutable: cm.Immutable, Text: cm.Data, Binary: cm.BinaryData}
@@ -94,6 +99,38 @@ func (ConfigMapKind) Fingerprint(c Content) Content {
 		Text:      fingerprintValues(c.Text, longValue),
 		Binary:    fingerprintValues(c.Binary, longValue),
 	}
+}
+
+// SecretKind describes Secrets: type, data and immutable. A Secret's stringData is
+// write-only: the API server merges it into data, so a source read back has none.
+type SecretKind struct{}
+
+func (SecretKind) Name() string                  { return "Secret" }
+func (SecretKind) New() *corev1.Secret           { return &corev1.Secret{} }
+func (SecretKind) NewList() ObjectList           { return &corev1.SecretList{} }
+func (SecretKind) PatchFields() (string, string) { return "", "data" }
+
+// CheckSource refuses service-account tokens: a token authenticates as its
+// ServiceAccount, and copying it would hand that identity to every target namespace.
+func (SecretKind) CheckSource(s *corev1.Secret) error {
+	if s.Type == corev1.SecretTypeServiceAccountToken {
+		return fmt.Errorf("a Secret of type %s is never copied: a token must not leave its namespace", corev1.SecretTypeServiceAccountToken)
+	}
+	return nil
+}
+
+func (SecretKind) Content(s *corev1.Secret) Content {
+	return Content{Type: string(s.Type), Immutable: s.Immutable, Binary: s.Data}
+}
+
+func (SecretKind) SetContent(s *corev1.Secret, c Content) {
+	s.Type, s.Immutable, s.Data = corev1.SecretType(c.Type), c.Immutable, c.Binary
+}
+
+// Fingerprint replaces every value, short or long: the replica cache never holds a
+// Secret's value.
+func (SecretKind) Fingerprint(c Content) Content {
+	return Content{Type: c.Type, Immutable: c.Immutable, Binary: fingerprintValues(c.Binary, -1)}
 }
 
 // SameContent reports whether two contents are equal, as a replica's must be to its

@@ -98,10 +98,10 @@ func TestFanOutUpdateDelete(t *testing.T) {
 
 func fanOutMetrics(t *testing.T, c *controller) {
 	eventually(t, 10*time.Second, "metrics", func() error {
-		if got := c.Metric(t, `cmsync_replicas{state="synced"}`); got != 50 {
+		if got := c.Metric(t, `cmsync_replicas{kind="ConfigMap",state="synced"}`); got != 50 {
 			return fmt.Errorf("cmsync_replicas{synced} = %v, want 50", got)
 		}
-		if got := c.Metric(t, `cmsync_replicas{state="conflict"}`); got != 0 {
+		if got := c.Metric(t, `cmsync_replicas{kind="ConfigMap",state="conflict"}`); got != 0 {
 			return fmt.Errorf("cmsync_replicas{conflict} = %v, want 0", got)
 		}
 		if got := c.Metric(t, "cmsync_sources"); got != 1 {

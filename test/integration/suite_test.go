@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -69,10 +70,12 @@ func newScheme() *runtime.Scheme {
 // controllerUnderTest is one running instance of cmsync's controller.
 type controllerUnderTest struct {
 	writes atomic.Int64 // create, update, patch and delete requests it sent
-	mu     sync.Mutex
-	paths  []string // the last write requests, to explain a failure
-	cancel context.CancelFunc
-	done   chan struct{}
+	// secretRequests counts its requests about Secrets, of any verb.
+	secretRequests atomic.Int64
+	mu             sync.Mutex
+	paths          []string // the last write requests, to explain a failure
+	cancel         context.CancelFunc
+	done           chan struct{}
 	// Metrics is the registry holding the controller's cmsync_* metrics.
 	Metrics *prometheus.Registry
 }
@@ -95,6 +98,11 @@ func (c *controllerUnderTest) Stop() {
 
 type controllerOption func(*replicator.Options)
 
+// withSecrets runs the controller with --secrets=enabled.
+func withSecrets() controllerOption {
+	return func(o *replicator.Options) { o.Secrets = true }
+}
+
 func withPolicy(p desired.Policy) controllerOption {
 	return func(o *replicator.Options) { o.Policy = p }
 }
@@ -113,6 +121,9 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 	cfg.QPS, cfg.Burst = 500, 1000
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if strings.Contains(req.URL.Path, "/secrets") {
+				c.secretRequests.Add(1)
+			}
 			if req.Method != http.MethodGet {
 				c.writes.Add(1)
 				c.mu.Lock()
@@ -121,16 +132,6 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 			}
 			return rt.RoundTrip(req)
 		})
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 newScheme(),
-		Cache:                  replicator.ManagerCacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr(true)},
-	})
-	if err != nil {
-		t.Fatalf("creating manager: %v", err)
 	}
 	o := replicator.Options{
 		Policy:          defaultPolicy(),
@@ -142,6 +143,16 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 	}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 newScheme(),
+		Cache:                  replicator.ManagerCacheOptions(o),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
@@ -334,6 +345,21 @@ func errorf(format string, args ...any) error { return fmt.Errorf(format, args..
 // name and, when given, the value of its "state" label.
 func metricValue(t *testing.T, reg *prometheus.Registry, name, state string) float64 {
 	t.Helper()
+	return kindMetricValue(t, reg, name, "ConfigMap", state)
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// kindMetricValue reads a cmsync metric of one kind (and state, unless empty).
+func kindMetricValue(t *testing.T, reg *prometheus.Registry, name, kind, state string) float64 {
+	t.Helper()
 	families, err := reg.Gather()
 	must(t, err)
 	for _, f := range families {
@@ -341,7 +367,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, state string) flo
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if state != "" && (len(m.GetLabel()) == 0 || m.GetLabel()[0].GetValue() != state) {
+			if state != "" && labelValue(m, "state") != state || labelValue(m, "kind") != "" && labelValue(m, "kind") != kind {
 				continue
 			}
 			if h := m.GetHistogram(); h != nil {
@@ -350,7 +376,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, state string) flo
 			return m.GetGauge().GetValue()
 		}
 	}
-	t.Fatalf("metric %s{state=%q} not found", name, state)
+	t.Fatalf("metric %s{kind=%q,state=%q} not found", name, kind, state)
 	return 0
 }
 
