@@ -119,6 +119,8 @@ type door[T desired.Object] struct {
 // rechecked on a timer.
 func (d *door[T]) finish(ctx context.Context, owner desired.Owner, pass Pass, reportErr error) (ctrl.Result, error) {
 	d.metrics.RecordSource(owner, pass.Summary)
+	log.FromContext(ctx).V(1).Info("pass", "targets", pass.Targets, "synced", pass.Synced, "conflicts", pass.Conflicts,
+		"failures", pass.Failures, "written", pass.Written, "deleted", pass.Deleted)
 	if pass.Changed() {
 		log.FromContext(ctx).Info("replicas written", "written", pass.Written, "deleted", pass.Deleted, "synced", pass.SyncedCount())
 	}

@@ -52,10 +52,14 @@ var (
 	workDir          string
 	adminKubeconfig  string // cluster administrator: arranges and asserts
 	cmsyncKubeconfig string // the chart's ServiceAccount: what cmsync runs as
-	k8s              client.Client
-	clientset        *kubernetes.Clientset
-	cmsyncBinary     string
-	helmBinary       string
+	// plainKubeconfig authenticates as plainServiceAccount, bound to the chart's
+	// ClusterRole as rendered with secrets.enabled=false.
+	plainKubeconfig string
+	auditLog        string // the API server's audit log of cmsync's identities
+	k8s             client.Client
+	clientset       *kubernetes.Clientset
+	cmsyncBinary    string
+	helmBinary      string
 )
 
 func TestMain(m *testing.M) {
@@ -90,8 +94,8 @@ func run(m *testing.M) (int, error) {
 		fmt.Fprintln(os.Stderr, "e2e: keeping", workDir)
 	}
 
-	auditLog := filepath.Join(workDir, "audit.log")
-	env, err := controlplane.StartWith(controlplane.Options{AuditLog: auditLog, AuditAllFrom: []string{cmsyncUser}})
+	auditLog = filepath.Join(workDir, "audit.log")
+	env, err := controlplane.StartWith(controlplane.Options{AuditLog: auditLog, AuditAllFrom: []string{cmsyncUser, plainUser}})
 	if err != nil {
 		return 0, err
 	}
@@ -112,15 +116,24 @@ func run(m *testing.M) (int, error) {
 	}
 	defer stopKCM()
 
-	if out, err := helm("install", "cmsync", "../../deploy/chart/cmsync", "--namespace", releaseNamespace, "--create-namespace", "--wait=false"); err != nil {
+	// Secrets on, so the chart grants the Secret verbs the Secret scenarios use (the
+	// least-privilege audit at the end checks each of them is used).
+	if out, err := helm("install", "cmsync", "../../deploy/chart/cmsync", "--namespace", releaseNamespace, "--create-namespace", "--wait=false",
+		"--set", "secrets.enabled=true"); err != nil {
 		return 0, fmt.Errorf("helm install: %v\n%s", err, out)
 	}
-	if cmsyncKubeconfig, err = serviceAccountKubeconfig(env); err != nil {
+	if cmsyncKubeconfig, err = serviceAccountKubeconfig(env, serviceAccount); err != nil {
+		return 0, err
+	}
+	if err := createPlainIdentity(); err != nil {
+		return 0, err
+	}
+	if plainKubeconfig, err = serviceAccountKubeconfig(env, plainServiceAccount); err != nil {
 		return 0, err
 	}
 	code := m.Run()
 	if code == 0 && fullRun() {
-		if err := checkLeastPrivilege(auditLog); err != nil {
+		if err := checkLeastPrivilege(); err != nil {
 			return 1, err
 		}
 	}
@@ -189,13 +202,13 @@ func helm(args ...string) (string, error) {
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that authenticates with a token of the
-// chart's ServiceAccount.
-func serviceAccountKubeconfig(env *controlplane.Env) (string, error) {
+// ServiceAccount sa of the release's namespace.
+func serviceAccountKubeconfig(env *controlplane.Env, sa string) (string, error) {
 	ctx := context.Background()
 	var token *authenticationv1.TokenRequest
 	var err error
 	for range 50 { // the ServiceAccount may still be on its way from helm
-		token, err = clientset.CoreV1().ServiceAccounts(releaseNamespace).CreateToken(ctx, serviceAccount,
+		token, err = clientset.CoreV1().ServiceAccounts(releaseNamespace).CreateToken(ctx, sa,
 			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(6 * 3600))}}, metav1.CreateOptions{})
 		if err == nil {
 			break
@@ -203,14 +216,14 @@ func serviceAccountKubeconfig(env *controlplane.Env) (string, error) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	if err != nil {
-		return "", fmt.Errorf("token for the chart's ServiceAccount: %w", err)
+		return "", fmt.Errorf("token for ServiceAccount %s: %w", sa, err)
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
 	cfg.AuthInfos["cmsync"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
 	cfg.Contexts["cmsync"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "cmsync"}
 	cfg.CurrentContext = "cmsync"
-	path := filepath.Join(workDir, "cmsync.kubeconfig")
+	path := filepath.Join(workDir, sa+".kubeconfig")
 	return path, clientcmd.WriteToFile(*cfg, path)
 }
 

@@ -48,12 +48,12 @@ type auditRecord struct {
 // ClusterRole and leader-election Role, as installed) with what the whole suite saw
 // cmsync use in the API server's audit log. A grant never used, or a request the
 // authorizer refused, is an error: the chart must grant exactly what cmsync needs.
-func checkLeastPrivilege(auditLog string) error {
+func checkLeastPrivilege() error {
 	granted, err := grantedPermissions()
 	if err != nil {
 		return err
 	}
-	used, denied, err := usedPermissions(auditLog)
+	used, denied, err := usedPermissions()
 	if err != nil {
 		return err
 	}
@@ -100,19 +100,29 @@ func grantedPermissions() ([]permission, error) {
 	return out, nil
 }
 
-func usedPermissions(auditLog string) (used, denied map[permission]bool, err error) {
+// eachAuditRecord calls fn with every record of the suite's audit log.
+func eachAuditRecord(fn func(auditRecord)) error {
 	f, err := os.Open(auditLog)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	defer func() { _ = f.Close() }()
-	used, denied = map[permission]bool{}, map[permission]bool{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var r auditRecord
-		if json.Unmarshal(sc.Bytes(), &r) != nil || r.User.Username != cmsyncUser || r.ObjectRef == nil {
-			continue
+		if json.Unmarshal(sc.Bytes(), &r) == nil {
+			fn(r)
+		}
+	}
+	return sc.Err()
+}
+
+func usedPermissions() (used, denied map[permission]bool, err error) {
+	used, denied = map[permission]bool{}, map[permission]bool{}
+	err = eachAuditRecord(func(r auditRecord) {
+		if r.User.Username != cmsyncUser || r.ObjectRef == nil {
+			return
 		}
 		resource := r.ObjectRef.Resource
 		if r.ObjectRef.Subresource != "" {
@@ -124,8 +134,8 @@ func usedPermissions(auditLog string) (used, denied map[permission]bool, err err
 		} else {
 			used[p] = true
 		}
-	}
-	return used, denied, sc.Err()
+	})
+	return used, denied, err
 }
 
 // fullRun tells whether every test of the suite ran, so that an unused grant means

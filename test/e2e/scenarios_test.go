@@ -205,10 +205,10 @@ func TestConfigMapSyncRoundTrip(t *testing.T) {
 }
 
 // Against an API server or client without streaming lists (watch-list), the informers
-// fall back to LIST and WATCH: both front doors work the same. (This is also where the
+// fall back to LIST and WATCH: both front doors, and Secrets, work the same. (This is also where the
 // least-privilege check sees cmsync use its list permissions.)
 func TestWithoutWatchList(t *testing.T) {
-	startControllerWithEnv(t, []string{"KUBE_FEATURE_WatchListClient=false"})
+	startControllerWithEnv(t, []string{"KUBE_FEATURE_WatchListClient=false"}, "--secrets=enabled")
 	ctx := context.Background()
 	src, a, b := newNamespace(t, "src", nil), newNamespace(t, "dst", map[string]string{"wl": "x"}), newNamespace(t, "dst", nil)
 	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "plain",
@@ -224,6 +224,11 @@ func TestWithoutWatchList(t *testing.T) {
 	waitForReplicas(t, src, "crd", 30*time.Second, b)
 	must(t, k8s.Delete(ctx, cms))
 	waitForReplicas(t, src, "crd", 30*time.Second)
+
+	must(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "secret",
+		Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
+		Annotations: map[string]string{v1alpha1.TargetSelectorAnnotation: "wl=x"}}, StringData: map[string]string{"k": "v"}}))
+	waitForSecretValue(t, "secret", "k", "v", a)
 }
 
 // SIGKILL during fan-out and during cleanup: after a restart the state is exact.
