@@ -42,13 +42,15 @@ mkdir -p "$images"
 log "building the images (no Docker: hack/image)"
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$images/cmsync" .
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$images/pause" ./hack/pause
+CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$images/printfile" ./hack/printfile
 go build -o .cache/image ./hack/image
 go build -o .cache/localnode ./hack/localnode
 .cache/image -binary "$images/cmsync" -ref "$image_repo:$image_tag" -out "$images/cmsync.tar"
 .cache/image -binary "$images/pause" -ref localhost/cmsync-node/pause:1 -out "$images/pause.tar"
+.cache/image -binary "$images/printfile" -ref localhost/cmsync-node/printfile:1 -out "$images/printfile.tar"
 
 .cache/localnode -dir "$dir" -kube-bin "$KUBE_BIN" -containerd-bin "$CONTAINERD_BIN" \
-  -images "$images/pause.tar,$images/cmsync.tar" &
+  -images "$images/pause.tar,$images/cmsync.tar,$images/printfile.tar" &
 node=$!
 # Stop the node (it cleans up after itself) however this script ends.
 trap 'kill -TERM "$node" 2>/dev/null; wait "$node" 2>/dev/null || true' EXIT
@@ -59,10 +61,10 @@ until [ -f "$dir/ready" ]; do
 done
 export KUBECONFIG="$dir/kubeconfig"
 
-log "helm install (2 replicas: leader election for real)"
+log "helm install (2 replicas: leader election for real; Secrets on)"
 "$HELM" install cmsync deploy/chart/cmsync --namespace cmsync-system --create-namespace \
   --set image.repository="$image_repo" --set image.tag="$image_tag" --set image.pullPolicy=Never \
-  --set replicaCount=2 --wait --timeout 180s ||
+  --set replicaCount=2 --set secrets.enabled=true --wait --timeout 180s ||
   { "$KUBECTL" get pods -A -o wide; "$KUBECTL" describe pods -n cmsync-system | tail -40; exit 1; }
 "$KUBECTL" get pods -n cmsync-system -o wide >&2
 

@@ -168,3 +168,62 @@ func readyPods(t *testing.T, min int) []corev1.Pod {
 	})
 	return ready
 }
+
+// A Pod in another namespace mounts the replica of a kubernetes.io/tls Secret: its
+// container reads the source's certificate, and after the source is renewed, the new
+// one. The kubelet reads the replica, never the source, so this is the whole path a
+// team's ingress depends on.
+func TestPodMountsReplicatedSecret(t *testing.T) {
+	skipUnlessInCluster(t)
+	ctx := context.Background()
+	src, dst := newNamespace(t, "issuer", nil), newNamespace(t, "mount", nil)
+	first := "-----BEGIN CERTIFICATE-----\nfirst-issue-" + randomSuffix() + "\n-----END CERTIFICATE-----\n"
+	renewed := "-----BEGIN CERTIFICATE-----\nrenewed-" + randomSuffix() + "\n-----END CERTIFICATE-----\n"
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "wildcard-tls",
+			Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: dst}},
+		Type:       corev1.SecretTypeTLS,
+		StringData: map[string]string{corev1.TLSCertKey: first, corev1.TLSPrivateKeyKey: "key"},
+	}
+	must(t, k8s.Create(ctx, secret))
+	waitForSecretValue(t, "wildcard-tls", corev1.TLSCertKey, first, dst)
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: dst, Name: "reader"},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "reader", Image: "localhost/cmsync-node/printfile:1", ImagePullPolicy: corev1.PullNever,
+				Args:         []string{"/tls/" + corev1.TLSCertKey},
+				VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}},
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
+					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+			Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "wildcard-tls"}}}},
+		},
+	}
+	must(t, k8s.Create(ctx, pod))
+	waitForLog(t, dst, "reader", first, 90*time.Second)
+
+	must(t, k8s.Patch(ctx, secret, client.RawPatch(types.MergePatchType,
+		[]byte(`{"stringData":{"`+corev1.TLSCertKey+`":`+fmt.Sprintf("%q", renewed)+`}}`))))
+	waitForSecretValue(t, "wildcard-tls", corev1.TLSCertKey, renewed, dst)
+	// The kubelet refreshes Secret volumes on its Pod sync (every minute by default).
+	waitForLog(t, dst, "reader", renewed, 3*time.Minute)
+}
+
+// waitForLog waits until the log of the Pod's only container contains text.
+func waitForLog(t *testing.T, namespace, pod, text string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, "log of "+namespace+"/"+pod+" shows the certificate", func() error {
+		raw, err := clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(context.Background())
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(raw), text) {
+			return fmt.Errorf("not yet; the log ends %q", string(raw[max(0, len(raw)-200):]))
+		}
+		return nil
+	})
+}

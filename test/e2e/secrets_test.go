@@ -32,7 +32,7 @@ func TestSecretsNeverLeakAValue(t *testing.T) {
 	c := startController(t, "--secrets=enabled", "--zap-log-level=10")
 	c.local(t)
 	ctx := context.Background()
-	src, a, b, taken := newNamespace(t, "vault", nil), newNamespace(t, "team", nil), newNamespace(t, "team", nil), newNamespace(t, "team", nil)
+	src, a, b, taken := newNamespace(t, "vault", nil), newNamespace(t, "leak", nil), newNamespace(t, "leak", nil), newNamespace(t, "leak", nil)
 	planted := "planted-" + randomSuffix() + randomSuffix()
 	renewed := "renewed-" + randomSuffix() + randomSuffix()
 	must(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: "db"}, StringData: map[string]string{"password": "theirs"}}))
