@@ -40,9 +40,9 @@ import (
 )
 
 type config struct {
-	namespaces, unrelated, sources, workers, rounds int
-	idle                                            time.Duration
-	binary, out, profile, cmsyncArgs, cmsyncEnv     string
+	namespaces, unrelated, sources, workers, rounds, secretRounds int
+	idle                                                          time.Duration
+	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
 }
 
 // Result is one run's figures; durations in seconds, memory in MiB.
@@ -66,6 +66,20 @@ type Result struct {
 	// Breakdown splits each round's phases by the audit log's timestamps.
 	LimitBreakdown  []Breakdown `json:"limitBreakdown"`
 	CmsyncBreakdown []Breakdown `json:"cmsyncBreakdown"`
+	// Secrets are the same rounds with Secrets, cmsync running with --secrets=enabled.
+	Secrets SecretResult `json:"secrets"`
+}
+
+// SecretResult is the Secret rounds' figures, like Result's for ConfigMaps.
+type SecretResult struct {
+	Rounds          int         `json:"rounds"`
+	Limit           Phases      `json:"limit"`
+	Cmsync          Phases      `json:"cmsync"`
+	LimitRounds     []Phases    `json:"limitRounds"`
+	CmsyncRounds    []Phases    `json:"cmsyncRounds"`
+	LimitBreakdown  []Breakdown `json:"limitBreakdown"`
+	CmsyncBreakdown []Breakdown `json:"cmsyncBreakdown"`
+	IdleWrites      int64       `json:"idleWrites"`
 }
 
 // Breakdown splits the create, update and delete phases of one round.
@@ -141,6 +155,7 @@ func main() {
 	flag.IntVar(&c.sources, "s", 100, "sources of the SCALE phase, each to all namespaces (0 skips it)")
 	flag.IntVar(&c.workers, "workers", 16, "workers of the plain client")
 	flag.IntVar(&c.rounds, "rounds", 9, "rounds of LIMIT and of cmsync's FAN-OUT, UPDATE and CLEANUP; the figures are medians")
+	flag.IntVar(&c.secretRounds, "secret-rounds", 9, "the same rounds with Secrets (0 skips them)")
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
 	flag.StringVar(&c.binary, "cmsync", "bin/cmsync", "the cmsync binary")
 	flag.StringVar(&c.cmsyncArgs, "cmsync-args", "", "extra flags for cmsync, space-separated (the defaults are measured without)")
@@ -181,7 +196,7 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{c: c, cs: cs, kubeconfig: kubeconfig, audit: audit, work: work,
+	b := &bench{c: c, cs: cs, kubeconfig: kubeconfig, audit: audit, work: work, kind: configMaps{cs},
 		res: Result{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces, Unrelated: c.unrelated,
 			Sources: c.sources, Memory: map[string]Memory{}, Ratios: map[string]float64{}}}
 	return b.run()
@@ -193,6 +208,8 @@ type bench struct {
 	kubeconfig, audit, work string
 	res                     Result
 	targets                 []string
+	// kind is what the phases write: ConfigMaps, then Secrets.
+	kind objects
 }
 
 func (b *bench) run() error {
@@ -216,7 +233,19 @@ func (b *bench) run() error {
 	time.Sleep(5*time.Second + b.c.idle)
 	b.res.Memory["u0"] = proc.memory()
 	b.heapProfile(proc, "u0")
-	b.cleanup(ctx, "mem0", 1)
+	b.cleanup(ctx, "mem0")
+	proc.stop()
+
+	// The same with --secrets=enabled and no Secret labelled: what turning Secrets on
+	// costs a cluster that does not use them (its Secrets are not cached: only labelled
+	// ones are).
+	step("MEMORY with U=0 and --secrets=enabled")
+	proc = b.startCmsync("--secrets=enabled")
+	b.fanOut(ctx, "mem0s", 1)
+	b.update(ctx, "mem0s")
+	time.Sleep(5*time.Second + b.c.idle)
+	b.res.Memory["u0-secrets-enabled"] = proc.memory()
+	b.cleanup(ctx, "mem0s")
 	proc.stop()
 
 	step("creating %d unrelated ConfigMaps", b.c.unrelated)
@@ -241,7 +270,7 @@ func (b *bench) run() error {
 			return b.cpuProfiles(ctx, proc, fmt.Sprintf("limit-%s-r%02d", phase, r))
 		})
 		b.res.LimitRounds = append(b.res.LimitRounds, limit.phases())
-		b.res.LimitBreakdown = append(b.res.LimitBreakdown, b.breakdown(limit, isLimitWrite))
+		b.res.LimitBreakdown = append(b.res.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
 		name := fmt.Sprintf("app-r%02d", r)
 		var round windows
 		profiled := b.cpuProfiles(ctx, proc, fmt.Sprintf("fanout-r%02d", r))
@@ -251,7 +280,7 @@ func (b *bench) run() error {
 		round.update = b.update(ctx, name)
 		profiled()
 		if r < b.c.rounds-1 {
-			round.delete = b.cleanup(ctx, name, 1)
+			round.delete = b.cleanup(ctx, name)
 		} else {
 			// The last round's source stays for IDLE and RESTART.
 			step("IDLE for %s", b.c.idle)
@@ -267,14 +296,15 @@ func (b *bench) run() error {
 			proc, b.res.Restart = b.restart()
 
 			step("CLEANUP")
-			round.delete = b.cleanup(ctx, name, 1)
+			round.delete = b.cleanup(ctx, name)
 		}
 		b.res.CmsyncRounds = append(b.res.CmsyncRounds, round.phases())
-		b.res.CmsyncBreakdown = append(b.res.CmsyncBreakdown, b.breakdown(round, isCmsyncReplicaWrite))
+		b.res.CmsyncBreakdown = append(b.res.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
 	}
 	proc.stop()
 	b.res.Rounds = b.c.rounds
 	b.res.Limit, b.res.Cmsync = medians(b.res.LimitRounds), medians(b.res.CmsyncRounds)
+	b.secretRounds(ctx, payload)
 
 	if b.c.sources > 0 {
 		step("SCALE: %d sources to %d namespaces", b.c.sources, b.c.namespaces)
@@ -353,42 +383,158 @@ func medianSplit(rounds []Breakdown, get func(Breakdown) Split) Split {
 
 // limit times a plain client creating, updating and deleting one 1 KiB ConfigMap in
 // each namespace.
+// secretRounds runs the rounds again with Secrets: LIMIT writes Secrets, cmsync runs
+// with --secrets=enabled and replicates a Secret source; then an idle minute.
+func (b *bench) secretRounds(ctx context.Context, payload string) {
+	if b.c.secretRounds == 0 {
+		return
+	}
+	b.kind = secrets{b.cs}
+	defer func() { b.kind = configMaps{b.cs} }()
+	res := &b.res.Secrets
+	proc := b.startCmsync("--secrets=enabled")
+	noProfile := func(string) func() { return func() {} }
+	for r := range b.c.secretRounds {
+		step("Secret round %d of %d: LIMIT, then cmsync's FAN-OUT, UPDATE, CLEANUP", r+1, b.c.secretRounds)
+		limit := b.limit(ctx, payload, noProfile)
+		res.LimitRounds = append(res.LimitRounds, limit.phases())
+		res.LimitBreakdown = append(res.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
+		name := fmt.Sprintf("secret-r%02d", r)
+		var round windows
+		round.create = b.fanOut(ctx, name, 1)
+		round.update = b.update(ctx, name)
+		round.delete = b.cleanup(ctx, name)
+		res.CmsyncRounds = append(res.CmsyncRounds, round.phases())
+		res.CmsyncBreakdown = append(res.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
+	}
+	step("Secret IDLE for %s", b.c.idle)
+	b.fanOut(ctx, "secret-idle", 1)
+	time.Sleep(5 * time.Second)
+	from := time.Now()
+	time.Sleep(b.c.idle)
+	res.IdleWrites = b.cmsyncWrites(from, time.Now())
+	b.cleanup(ctx, "secret-idle")
+	proc.stop()
+	res.Rounds = b.c.secretRounds
+	res.Limit, res.Cmsync = medians(res.LimitRounds), medians(res.CmsyncRounds)
+	b.res.Ratios["secret fanOut/limitCreate"] = res.Cmsync.Create / res.Limit.Create
+	b.res.Ratios["secret update/limitUpdate"] = res.Cmsync.Update / res.Limit.Update
+	b.res.Ratios["secret cleanup/limitDelete"] = res.Cmsync.Delete / res.Limit.Delete
+}
+
 func (b *bench) limit(ctx context.Context, payload string, profile func(phase string) (wait func())) windows {
 	var p windows
-	cms := func(i int) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "limit", Namespace: b.targets[i]}, Data: map[string]string{"v": payload}}
+	object := func(i int) object {
+		return object{ObjectMeta: metav1.ObjectMeta{Name: "limit", Namespace: b.targets[i]}, data: map[string]string{"v": payload}}
 	}
 	wait := profile("create")
 	p.create = b.timed(func() error {
-		return parallel(b.c.workers, len(b.targets), func(i int) error {
-			_, err := b.cs.CoreV1().ConfigMaps(b.targets[i]).Create(ctx, cms(i), metav1.CreateOptions{})
-			return err
-		})
+		return parallel(b.c.workers, len(b.targets), func(i int) error { return b.kind.create(ctx, object(i)) })
 	})
 	wait()
 	wait = profile("update")
 	p.update = b.timed(func() error {
 		return parallel(b.c.workers, len(b.targets), func(i int) error {
-			cm := cms(i)
-			cm.Data["v"] = "updated-" + payload[:1000]
-			_, err := b.cs.CoreV1().ConfigMaps(b.targets[i]).Update(ctx, cm, metav1.UpdateOptions{})
-			return err
+			o := object(i)
+			o.data["v"] = "updated-" + payload[:1000]
+			return b.kind.update(ctx, o)
 		})
 	})
 	wait()
 	p.delete = b.timed(func() error {
-		return parallel(b.c.workers, len(b.targets), func(i int) error {
-			return b.cs.CoreV1().ConfigMaps(b.targets[i]).Delete(ctx, "limit", metav1.DeleteOptions{})
-		})
+		return parallel(b.c.workers, len(b.targets), func(i int) error { return b.kind.delete(ctx, b.targets[i], "limit") })
 	})
 	return p
 }
 
-func (b *bench) source(name string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: sourceNamespace, Name: name,
+func (b *bench) source(name string) object {
+	return object{ObjectMeta: metav1.ObjectMeta{Namespace: sourceNamespace, Name: name,
 		Labels:      map[string]string{"cmsync.io/replicate": "true"},
 		Annotations: map[string]string{"cmsync.io/target-namespaces": "bench-[0-9]*"}},
-		Data: map[string]string{"v": "1", "payload": strings.Repeat("y", 1000)}}
+		data: map[string]string{"v": "1", "payload": strings.Repeat("y", 1000)}}
+}
+
+// object is a ConfigMap's or a Secret's metadata and string data.
+type object struct {
+	metav1.ObjectMeta
+	data map[string]string
+}
+
+// objects writes and reads the bench's objects of one kind through the typed client.
+type objects interface {
+	// resource names the kind's resource as the audit log does.
+	resource() string
+	create(ctx context.Context, o object) error
+	update(ctx context.Context, o object) error
+	delete(ctx context.Context, namespace, name string) error
+	// managedValues returns the "v" of every object labelled as cmsync's, by namespace
+	// and name.
+	managedValues(ctx context.Context) (map[string]string, error)
+}
+
+type configMaps struct{ cs *kubernetes.Clientset }
+
+func (configMaps) resource() string { return "configmaps" }
+
+func (k configMaps) create(ctx context.Context, o object) error {
+	_, err := k.cs.CoreV1().ConfigMaps(o.Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: o.ObjectMeta, Data: o.data}, metav1.CreateOptions{})
+	return err
+}
+
+func (k configMaps) update(ctx context.Context, o object) error {
+	_, err := k.cs.CoreV1().ConfigMaps(o.Namespace).Update(ctx, &corev1.ConfigMap{ObjectMeta: o.ObjectMeta, Data: o.data}, metav1.UpdateOptions{})
+	return err
+}
+
+func (k configMaps) delete(ctx context.Context, namespace, name string) error {
+	return k.cs.CoreV1().ConfigMaps(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+func (k configMaps) managedValues(ctx context.Context) (map[string]string, error) {
+	list, err := k.cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=cmsync"})
+	if err != nil {
+		return nil, err
+	}
+	values := make(map[string]string, len(list.Items))
+	for _, cm := range list.Items {
+		values[cm.Namespace+"/"+cm.Name] = cm.Data["v"]
+	}
+	return values, nil
+}
+
+// secrets writes Opaque Secrets; their values go as stringData, as a user's would.
+type secrets struct{ cs *kubernetes.Clientset }
+
+func (secrets) resource() string { return "secrets" }
+
+func (k secrets) secret(o object) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: o.ObjectMeta, Type: corev1.SecretTypeOpaque, StringData: o.data}
+}
+
+func (k secrets) create(ctx context.Context, o object) error {
+	_, err := k.cs.CoreV1().Secrets(o.Namespace).Create(ctx, k.secret(o), metav1.CreateOptions{})
+	return err
+}
+
+func (k secrets) update(ctx context.Context, o object) error {
+	_, err := k.cs.CoreV1().Secrets(o.Namespace).Update(ctx, k.secret(o), metav1.UpdateOptions{})
+	return err
+}
+
+func (k secrets) delete(ctx context.Context, namespace, name string) error {
+	return k.cs.CoreV1().Secrets(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+}
+
+func (k secrets) managedValues(ctx context.Context) (map[string]string, error) {
+	list, err := k.cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=cmsync"})
+	if err != nil {
+		return nil, err
+	}
+	values := make(map[string]string, len(list.Items))
+	for _, s := range list.Items {
+		values[s.Namespace+"/"+s.Name] = string(s.Data["v"])
+	}
+	return values, nil
 }
 
 // fanOut creates count sources named prefix-i and times until cmsync has written every
@@ -397,8 +543,7 @@ func (b *bench) source(name string) *corev1.ConfigMap {
 func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
 	w := b.timedUntilWritten(prefix, count*len(b.targets), writeVerbs, func() error {
 		return parallel(b.c.workers, count, func(i int) error {
-			_, err := b.cs.CoreV1().ConfigMaps(sourceNamespace).Create(ctx, b.source(fmt.Sprintf("%s-%03d", prefix, i)), metav1.CreateOptions{})
-			return err
+			return b.kind.create(ctx, b.source(fmt.Sprintf("%s-%03d", prefix, i)))
 		})
 	})
 	b.checkReplicas(ctx, prefix, count*len(b.targets), "1")
@@ -410,21 +555,18 @@ func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
 func (b *bench) update(ctx context.Context, prefix string) window {
 	w := b.timedUntilWritten(prefix, len(b.targets), []string{verbUpdate, "patch"}, func() error {
 		src := b.source(prefix + "-000")
-		src.Data["v"] = "2"
-		_, err := b.cs.CoreV1().ConfigMaps(sourceNamespace).Update(ctx, src, metav1.UpdateOptions{})
-		return err
+		src.data["v"] = "2"
+		return b.kind.update(ctx, src)
 	})
 	b.checkReplicas(ctx, prefix, len(b.targets), "2")
 	return w
 }
 
-// cleanup deletes count sources named prefix-i and times until cmsync has deleted every
+// cleanup deletes the source named prefix-000 and times until cmsync has deleted every
 // replica, then checks that none is left.
-func (b *bench) cleanup(ctx context.Context, prefix string, count int) window {
-	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{"delete"}, func() error {
-		return parallel(b.c.workers, count, func(i int) error {
-			return b.cs.CoreV1().ConfigMaps(sourceNamespace).Delete(ctx, fmt.Sprintf("%s-%03d", prefix, i), metav1.DeleteOptions{})
-		})
+func (b *bench) cleanup(ctx context.Context, prefix string) window {
+	w := b.timedUntilWritten(prefix, len(b.targets), []string{"delete"}, func() error {
+		return b.kind.delete(ctx, sourceNamespace, prefix+"-000")
 	})
 	b.checkReplicas(ctx, prefix, 0, "")
 	return w
@@ -448,7 +590,7 @@ func (b *bench) timedUntilWritten(prefix string, want int, verbs []string, fn fu
 		for len(written) < want {
 			tail.read(func(e auditEvent) {
 				key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
-				if isCmsyncReplicaWrite(e) && strings.HasPrefix(e.ObjectRef.Name, prefix) && slices.Contains(verbs, e.Verb) &&
+				if b.isCmsyncReplicaWrite(e) && strings.HasPrefix(e.ObjectRef.Name, prefix) && slices.Contains(verbs, e.Verb) &&
 					e.ResponseStatus.Code < 300 && !written[key] {
 					written[key] = true
 					if e.Completed.After(last) {
@@ -470,13 +612,13 @@ func (b *bench) timedUntilWritten(prefix string, want int, verbs []string, fn fu
 // checkReplicas fails the bench unless exactly want replicas named prefix* exist, each
 // with "v" equal to value.
 func (b *bench) checkReplicas(ctx context.Context, prefix string, want int, value string) {
-	list, err := b.cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=cmsync"})
+	values, err := b.kind.managedValues(ctx)
 	must(err)
 	found, right := 0, 0
-	for _, cm := range list.Items {
-		if strings.HasPrefix(cm.Name, prefix) {
+	for key, v := range values {
+		if _, name, _ := strings.Cut(key, "/"); strings.HasPrefix(name, prefix) {
 			found++
-			if cm.Data["v"] == value {
+			if v == value {
 				right++
 			}
 		}
@@ -573,14 +715,14 @@ func (b *bench) cmsyncWrites(from, to time.Time) int64 {
 }
 
 // isLimitWrite picks the plain client's writes of the LIMIT phases.
-func isLimitWrite(e auditEvent) bool {
-	return e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Name == "limit"
+func (b *bench) isLimitWrite(e auditEvent) bool {
+	return e.ObjectRef.Resource == b.kind.resource() && e.ObjectRef.Name == "limit"
 }
 
 // isCmsyncReplicaWrite picks cmsync's writes to replicas (not its status patches of
 // the source).
-func isCmsyncReplicaWrite(e auditEvent) bool {
-	return strings.HasPrefix(e.UserAgent, "cmsync") && e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Namespace != sourceNamespace
+func (b *bench) isCmsyncReplicaWrite(e auditEvent) bool {
+	return strings.HasPrefix(e.UserAgent, "cmsync") && e.ObjectRef.Resource == b.kind.resource() && e.ObjectRef.Namespace != sourceNamespace
 }
 
 // breakdown splits each phase of a round by the audit log's timestamps of the writes
@@ -634,9 +776,9 @@ type process struct {
 }
 
 // startCmsync runs the binary with its default flags and waits for /readyz.
-func (b *bench) startCmsync() *process {
+func (b *bench) startCmsync(extraArgs ...string) *process {
 	metrics, health := freePort(), freePort()
-	args := []string{"--kubeconfig=" + b.kubeconfig, "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}
+	args := append([]string{"--kubeconfig=" + b.kubeconfig, "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}, extraArgs...)
 	if b.c.profile != "" {
 		args = append(args, "--profiling")
 	}
@@ -813,6 +955,13 @@ func (b *bench) print() {
 			l.InFlight,
 		)
 		fmt.Printf("  %-6s CPU seconds: cmsync phase %s   LIMIT phase %s\n", "", cpuList(c.CPU), cpuList(l.CPU))
+	}
+	if s := r.Secrets; s.Rounds > 0 {
+		fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx   (Secrets, medians of %d rounds)\n", "SECRET FAN-OUT", s.Cmsync.Create, s.Limit.Create,
+			r.Ratios["secret fanOut/limitCreate"], s.Rounds)
+		fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "SECRET UPDATE", s.Cmsync.Update, s.Limit.Update, r.Ratios["secret update/limitUpdate"])
+		fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "SECRET CLEANUP", s.Cmsync.Delete, s.Limit.Delete, r.Ratios["secret cleanup/limitDelete"])
+		fmt.Printf("%-34s %10d\n", fmt.Sprintf("SECRET IDLE writes in %.0fs", r.IdleSeconds), s.IdleWrites)
 	}
 	fmt.Printf("%-34s %10d\n", fmt.Sprintf("IDLE writes in %.0fs", r.IdleSeconds), r.IdleWrites)
 	fmt.Printf("%-34s %9.2fs, %d writes\n", "RESTART in sync: ready", r.Restart.ReadySeconds, r.Restart.Writes)
