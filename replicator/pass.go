@@ -21,25 +21,18 @@ type Plan[T desired.Object] struct {
 	Template desired.Template[T]
 }
 
-// Pass is the outcome of one pass, summed up once for every report.
-type Pass struct {
-	desired.Summary
-	// Err joins the failures worth a retry: failed writes and failed deletes.
-	Err error
-}
-
 // run is the pass both front doors share: write the replica in every target namespace,
 // then delete the owner's replicas that are no longer wanted (in a namespace that is no
 // longer a target, or under a name the owner no longer gives them).
-func (e *Engine[T]) run(ctx context.Context, owner desired.Owner, plan Plan[T]) (Pass, error) {
+func (e *Engine[T]) run(ctx context.Context, owner desired.Owner, plan Plan[T]) (desired.Summary, error) {
 	owned, err := e.ownedBy(owner)
 	if err != nil {
-		return Pass{}, err
+		return desired.Summary{}, err
 	}
-	current, unwanted := splitOwned(owned, owner, plan)
+	current, unwanted := splitOwned(owned, owner, plan.Template.Name(), plan.Targets)
 	results := e.SyncTargets(ctx, owner, plan, current)
 	deleted, cleanupErr := e.deleteReplicas(ctx, unwanted)
-	return passOf(results, deleted, cleanupErr), nil
+	return desired.Summarize(results, deleted, cleanupErr), nil
 }
 
 // deleteAll deletes every replica of owner, for a source that is gone or retired.
@@ -57,14 +50,8 @@ func (e *Engine[T]) countIn(owner desired.Owner, name string, targets []string) 
 	if err != nil {
 		return 0, err
 	}
-	targetSet := sets.New(targets...)
-	n := 0
-	for _, obj := range owned {
-		if obj.GetName() == name && targetSet.Has(obj.GetNamespace()) && owner.Owns(obj) {
-			n++
-		}
-	}
-	return n, nil
+	current, _ := splitOwned(owned, owner, name, targets)
+	return len(current), nil
 }
 
 // ownedBy returns every replica of owner in the replica cache, whatever its name.
@@ -76,30 +63,20 @@ func (e *Engine[T]) ownedBy(owner desired.Owner) ([]T, error) {
 	return owned, nil
 }
 
-// splitOwned separates the owner's replicas the plan keeps, by namespace, from those
-// it does not want.
-func splitOwned[T desired.Object](owned []T, owner desired.Owner, plan Plan[T]) (map[string]T, []T) {
-	targets := sets.New(plan.Targets...)
+// splitOwned separates the owner's replicas that are current (named name, in a target
+// namespace), by namespace, from those it does not want.
+func splitOwned[T desired.Object](owned []T, owner desired.Owner, name string, targets []string) (map[string]T, []T) {
+	targetSet := sets.New(targets...)
 	current := make(map[string]T, len(owned))
 	var unwanted []T
 	for _, obj := range owned {
-		if obj.GetName() == plan.Template.Name() && targets.Has(obj.GetNamespace()) && owner.Owns(obj) {
+		if obj.GetName() == name && targetSet.Has(obj.GetNamespace()) && owner.Owns(obj) {
 			current[obj.GetNamespace()] = obj
 		} else {
 			unwanted = append(unwanted, obj)
 		}
 	}
 	return current, unwanted
-}
-
-func passOf(results []desired.Result, deleted int, cleanupErr error) Pass {
-	var errs []error
-	for _, r := range results {
-		if r.Outcome == desired.Failed {
-			errs = append(errs, fmt.Errorf("%s: %w", r.Namespace, r.Err))
-		}
-	}
-	return Pass{Summary: desired.Summarize(results, deleted, cleanupErr), Err: errors.Join(append(errs, cleanupErr)...)}
 }
 
 // door is what both front doors share: the engine that writes their replicas, the
@@ -117,8 +94,8 @@ type door[T desired.Object] struct {
 // finish is the tail of every pass: the metrics, a log line when replicas changed, and
 // when to look again. Failures back off through the rate limiter; conflicts are
 // rechecked on a timer.
-func (d *door[T]) finish(ctx context.Context, owner desired.Owner, pass Pass, reportErr error) (ctrl.Result, error) {
-	d.metrics.RecordSource(owner, pass.Summary)
+func (d *door[T]) finish(ctx context.Context, owner desired.Owner, pass desired.Summary, reportErr error) (ctrl.Result, error) {
+	d.metrics.RecordSource(owner, pass)
 	log.FromContext(ctx).V(1).Info("pass", "targets", pass.Targets, "synced", pass.Synced, "conflicts", pass.Conflicts,
 		"failures", pass.Failures, "written", pass.Written, "deleted", pass.Deleted)
 	if pass.Changed() {

@@ -82,8 +82,8 @@ type invalidSourceError struct{ error }
 
 // planFor decides what the source wants, or why it cannot be acted on.
 func (r *sourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.Owner) (Plan[T], error) {
-	if !r.policy.AllowsSource(src.GetNamespace()) {
-		return Plan[T]{}, invalidSourceError{fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", src.GetNamespace())}
+	if err := r.policy.CheckSourceNamespace(src.GetNamespace()); err != nil {
+		return Plan[T]{}, invalidSourceError{err}
 	}
 	if desired.IsReplica(src) {
 		return Plan[T]{}, invalidSourceError{
@@ -156,7 +156,7 @@ func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner de
 
 // report writes the status annotations of a pass, with an Event when they say
 // something new or replicas changed.
-func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass Pass) error {
+func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Summary) error {
 	status := pass.SourceStatus()
 	current := src.GetAnnotations()
 	patch := desired.StatusPatch(string(src.GetUID()), current, status, pass.Changed(), time.Now())
@@ -171,7 +171,7 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass Pass) erro
 
 // recordPassEvent records what a pass found: Synced when all targets are in sync,
 // Conflict or Failed otherwise.
-func (r *sourceReconciler[T]) recordPassEvent(ctx context.Context, src T, pass Pass) {
+func (r *sourceReconciler[T]) recordPassEvent(ctx context.Context, src T, pass desired.Summary) {
 	switch {
 	case pass.State == v1alpha1.StatusSynced:
 		r.recorder.Eventf(src, nil, corev1.EventTypeNormal, v1alpha1.ReasonSynced, "Sync", "%s (%s)", pass.Message, pass.SyncedCount())

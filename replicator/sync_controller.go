@@ -71,12 +71,12 @@ func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	desired.SetSyncStatus(&sync.Status, sync.Generation, owner.Source.String(), pass.Summary, metav1.Now())
+	desired.SetSyncStatus(&sync.Status, sync.Generation, owner.Source.String(), pass, metav1.Now())
 	return r.finish(ctx, owner, pass, r.writeStatus(ctx, sync, before, eventReasonOf(pass)))
 }
 
 // eventReasonOf is the reason of the Event that reports a pass.
-func eventReasonOf(pass Pass) string {
+func eventReasonOf(pass desired.Summary) string {
 	switch {
 	case pass.Conflicts > 0:
 		return v1alpha1.ReasonConflict
@@ -102,11 +102,8 @@ func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 	if err != nil {
 		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
 	}
-	if !r.policy.AllowsSource(owner.Source.Namespace) {
-		return plan, &syncProblem{
-			v1alpha1.ReasonInvalid,
-			fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", owner.Source.Namespace),
-		}, nil
+	if err := r.policy.CheckSourceNamespace(owner.Source.Namespace); err != nil {
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
 	}
 	namespaces, err := listNamespaces(ctx, r.client)
 	if err != nil {

@@ -2,6 +2,7 @@ package desired
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -57,6 +58,8 @@ type Summary struct {
 	State, Message string
 	// NotInSync are the results of the namespaces in conflict or failed, in target order.
 	NotInSync []Result
+	// Err joins the failures worth a retry: failed writes and failed deletes.
+	Err error
 }
 
 // Changed reports whether the pass wrote or deleted a replica.
@@ -71,6 +74,7 @@ func (s Summary) SyncedCount() string { return fmt.Sprintf("%d/%d", s.Synced, s.
 func Summarize(results []Result, deleted int, cleanupErr error) Summary {
 	s := Summary{Targets: len(results), Deleted: deleted, State: v1alpha1.StatusSynced}
 	var problems []string
+	var failures []error
 	for _, r := range results {
 		switch r.Outcome {
 		case Conflict:
@@ -79,6 +83,7 @@ func Summarize(results []Result, deleted int, cleanupErr error) Summary {
 		case Failed:
 			s.Failures++
 			problems = append(problems, fmt.Sprintf("failed in %s: %v", r.Namespace, r.Err))
+			failures = append(failures, fmt.Errorf("%s: %w", r.Namespace, r.Err))
 		default:
 			s.Synced++
 		}
@@ -92,6 +97,7 @@ func Summarize(results []Result, deleted int, cleanupErr error) Summary {
 	if cleanupErr != nil {
 		problems = append(problems, oneLine(cleanupErr.Error()))
 	}
+	s.Err = errors.Join(append(failures, cleanupErr)...)
 	switch {
 	case len(problems) > 0:
 		s.State = v1alpha1.StatusDegraded

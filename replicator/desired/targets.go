@@ -73,6 +73,14 @@ func (p Policy) AllowsTarget(ns Namespace) bool {
 	return !matchesAny(p.ExcludeNamespaces, ns.Name)
 }
 
+// CheckSourceNamespace says why an object in namespace may not be a source, or nil.
+func (p Policy) CheckSourceNamespace(namespace string) error {
+	if p.AllowsSource(namespace) {
+		return nil
+	}
+	return fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", namespace)
+}
+
 // AllowsSource reports whether a ConfigMap in namespace may be a source.
 func (p Policy) AllowsSource(namespace string) bool {
 	return matchesAny(p.SourceNamespaces, namespace)

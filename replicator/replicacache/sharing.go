@@ -1,8 +1,6 @@
 package replicacache
 
 import (
-	"bytes"
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +30,7 @@ type mapSharer struct {
 type sharedMaps struct {
 	labels, annotations, text sharedMap[string]
 	binary                    sharedMap[[]byte]
-	managedFields             sharedValue[[]metav1.ManagedFieldsEntry]
+	managedFields             sharedFields
 	used                      time.Time
 }
 
@@ -42,10 +40,11 @@ type sharedMap[V string | []byte] struct {
 	m        map[string]V
 }
 
-// sharedValue is the current instance of another value of an owner's replicas.
-type sharedValue[V any] struct {
-	encoding []byte
-	v        V
+// sharedFields is the current instance of an owner's replicas' managedFields, in the
+// compact form: at most one entry (compact.go), told apart by its raw fields.
+type sharedFields struct {
+	raw     string
+	entries []metav1.ManagedFieldsEntry
 }
 
 // idleOwner: an owner whose replicas saw no event for this long loses its entry (its
@@ -106,18 +105,18 @@ func (sm *sharedMap[V]) adopt(m map[string]V) map[string]V {
 	return m
 }
 
-// adopt returns the shared value when v encodes alike (as JSON), else makes v the
-// shared one.
-func (sv *sharedValue[V]) adopt(v V) V {
-	enc, err := json.Marshal(v)
-	if err != nil {
-		return v
+// adopt returns the shared entries when entries (compacted: one entry at most) name
+// the same fields, else makes entries the shared ones.
+func (sf *sharedFields) adopt(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	if len(entries) != 1 || entries[0].FieldsV1 == nil {
+		return entries
 	}
-	if sv.encoding != nil && bytes.Equal(sv.encoding, enc) {
-		return sv.v
+	raw := entries[0].FieldsV1.GetRawString()
+	if sf.entries != nil && sf.raw == raw {
+		return sf.entries
 	}
-	sv.encoding, sv.v = enc, v
-	return v
+	sf.raw, sf.entries = raw, entries
+	return entries
 }
 
 // encodeMap is a canonical encoding of m: keys sorted, each key and value prefixed by
