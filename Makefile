@@ -71,7 +71,7 @@ lint: ## golangci-lint with the repository's .golangci.yml (kubebuilder's linter
 .PHONY: test
 test: vet lint verify helm-lint test-unit fuzz-short test-integration e2e test-node-e2e ## Run every test: lint, generated files, chart, unit, a short fuzz, integration, end-to-end, and the chart's Pod on a real node.
 
-FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzTemplate
+FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzTemplate FuzzParseKeys FuzzParseTargetName
 FUZZTIME ?= 2m
 
 .PHONY: fuzz

@@ -32,7 +32,7 @@ func (e *Engine[T]) run(ctx context.Context, owner desired.Owner, plan Plan[T]) 
 	current, unwanted := splitOwned(owned, owner, plan.Template.Name(), plan.Targets)
 	results := e.SyncTargets(ctx, owner, plan, current)
 	deleted, cleanupErr := e.deleteReplicas(ctx, unwanted)
-	return desired.Summarize(results, deleted, cleanupErr), nil
+	return desired.Summarize(results, deleted, cleanupErr, plan.Template.Notice()), nil
 }
 
 // deleteAll deletes every replica of owner, for a source that is gone or retired.

@@ -102,7 +102,7 @@ func (r *sourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.
 	if err != nil {
 		return Plan[T]{}, invalidSourceError{err}
 	}
-	strip, err := desired.StripMetadataOf(src)
+	shape, err := desired.ShapeOf(src)
 	if err != nil {
 		return Plan[T]{}, invalidSourceError{err}
 	}
@@ -112,7 +112,7 @@ func (r *sourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.
 	}
 	return Plan[T]{
 		Targets:  desired.TargetNamespaces(spec, src.GetNamespace(), namespaces, r.policy),
-		Template: desired.NewTemplate(r.kind, src, strip, owner),
+		Template: desired.NewTemplate(r.kind, src, shape, owner),
 	}, nil
 }
 

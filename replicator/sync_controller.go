@@ -102,6 +102,10 @@ func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 	if err != nil {
 		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
 	}
+	shape, err := desired.ParseSyncShape(sync.Spec)
+	if err != nil {
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
+	}
 	if err := r.policy.CheckSourceNamespace(owner.Source.Namespace); err != nil {
 		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
 	}
@@ -126,11 +130,10 @@ func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 			fmt.Errorf("source ConfigMap %s is itself a replica of %s; name the original", owner.Source, src.Annotations[v1alpha1.SourceAnnotation]),
 		}, nil
 	}
-	strip, err := desired.StripMetadataOf(src)
-	if err != nil {
+	if shape.Strip, err = desired.StripMetadataOf(src); err != nil {
 		return plan, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("source ConfigMap %s: %w", owner.Source, err)}, nil
 	}
-	plan.Template = desired.NewTemplate(r.engine.kind, src, strip, owner)
+	plan.Template = desired.NewTemplate(r.engine.kind, src, shape, owner)
 	return plan, nil, nil
 }
 
@@ -144,7 +147,7 @@ func (r *syncReconciler) reportProblem(
 	plan Plan[*corev1.ConfigMap],
 	problem *syncProblem,
 ) error {
-	synced, err := r.engine.countIn(owner, owner.Source.Name, plan.Targets)
+	synced, err := r.engine.countIn(owner, desired.SyncReplicaName(sync.Spec), plan.Targets)
 	if err != nil {
 		return err
 	}

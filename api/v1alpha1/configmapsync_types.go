@@ -16,7 +16,8 @@ type ConfigMapSyncSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	SourceNamespace string `json:"sourceNamespace"`
 
-	// ConfigMapName is the name of the source ConfigMap; replicas get the same name.
+	// ConfigMapName is the name of the source ConfigMap; replicas get the same name
+	// unless targetName says otherwise.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
@@ -42,6 +43,24 @@ type ConfigMapSyncSpec struct {
 	// NamespaceSelector selects target namespaces by label.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// TargetName is the name of the replicas; default: configMapName.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	TargetName string `json:"targetName,omitempty"`
+
+	// Keys are key globs ("*", "?", "[a-z]") over the source's data and binaryData: only
+	// matching keys are copied; an entry starting with "!" excludes. Default: every key.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=254
+	// +kubebuilder:validation:items:Pattern=`^!?[-._a-zA-Z0-9*?\[\]^]+$`
+	Keys []string `json:"keys,omitempty"`
 }
 
 // FailedNamespace is a target namespace that is not in sync, and why.

@@ -10,7 +10,7 @@ const (
 	FieldManager = "cmsync"
 )
 
-// Keys users write on a source ConfigMap.
+// Keys users write on a source (a ConfigMap, or a Secret when Secrets are enabled).
 const (
 	// ReplicateLabel opts a ConfigMap in when set to ReplicateLabelValue. Only ConfigMaps
 	// carrying it are sources; the controller's source cache is filtered on it.
@@ -26,6 +26,13 @@ const (
 
 	// StripMetadataAnnotation is a comma list of label/annotation key globs not to copy.
 	StripMetadataAnnotation = Prefix + "strip-metadata"
+
+	// TargetNameAnnotation is the name of the replicas; absent, the source's name.
+	TargetNameAnnotation = Prefix + "target-name"
+
+	// KeysAnnotation is a comma list of key globs over data and binaryData: only the
+	// matching keys are copied; an entry starting with "!" excludes.
+	KeysAnnotation = Prefix + "keys"
 
 	// IgnoreNamespaceLabel set to "true" on a namespace keeps every replica out of it.
 	IgnoreNamespaceLabel      = Prefix + "ignore"

@@ -12,7 +12,7 @@ import (
 func BenchmarkDiff(b *testing.B) {
 	src := sampleSource()
 	src.Data["long"] = strings.Repeat("v", 1024)
-	template := NewTemplate(ConfigMapKind{}, src, nil, settingsOwner)
+	template := NewTemplate(ConfigMapKind{}, src, Shape{}, settingsOwner)
 	cached := fingerprinted(template.In("team-a"))
 	cached.ManagedFields = managedFields(v1alpha1.FieldManager,
 		`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{},"f:cmsync.io/source-id":{},"f:team":{}},`+

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -90,8 +91,9 @@ func FuzzParseSyncTargets(f *testing.F) {
 }
 
 func FuzzTemplate(f *testing.F) {
-	f.Add("key", "value", "example.com/*", []byte{0, 1})
-	f.Fuzz(func(t *testing.T, key, value, strip string, binary []byte) {
+	f.Add("key", "value", "example.com/*", []byte{0, 1}, "k*,!key")
+	f.Add("ca.crt", "v", "", []byte{}, "!ca.crt")
+	f.Fuzz(func(t *testing.T, key, value, strip string, binary []byte, keyList string) {
 		if !utf8.ValidString(key) || !utf8.ValidString(value) {
 			return
 		}
@@ -103,13 +105,67 @@ func FuzzTemplate(f *testing.F) {
 		if err != nil {
 			globs = nil
 		}
-		template := NewTemplate(ConfigMapKind{}, src, globs, settingsOwner)
+		keys, err := parseKeyList(keyList)
+		if err != nil {
+			keys = KeyFilter{}
+		}
+		template := NewTemplate(ConfigMapKind{}, src, Shape{Strip: globs, Keys: keys, Name: "renamed"}, settingsOwner)
 		replica := template.In("team-a")
+		for k := range replica.Data {
+			if !keys.Keeps(k) {
+				t.Fatalf("key %q copied although the filter %q leaves it out", k, keys)
+			}
+		}
 		if !settingsOwner.Owns(replica) {
 			t.Fatalf("the desired replica is not owned by its source")
 		}
 		if d := template.Diff(fingerprinted(replica)); !d.InSync() {
 			t.Fatalf("a replica differs from its own cached form: %+v", d)
+		}
+	})
+}
+
+func FuzzParseKeys(f *testing.F) {
+	for _, seed := range []string{"ca.crt", "tls.*,!tls.key", "!a", "", " , ", "[", "a/b", "log-[a-z]?", "a,,b", "!", "[^0-9]*"} {
+		f.Add(seed, "tls.key")
+	}
+	f.Fuzz(func(t *testing.T, value, key string) {
+		keys, err := parseKeyList(value)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "entry ") && !strings.Contains(err.Error(), "the list is empty") {
+				t.Fatalf("error does not name the entry: %q", err)
+			}
+			return
+		}
+		if !keys.IsSet() {
+			t.Fatalf("a list with no entry was accepted: %q", value)
+		}
+		// A valid filter can be asked about any key, and keeps no key it excludes.
+		kept := keys.Keeps(key)
+		for _, pattern := range keys.exclude {
+			if kept && globMatch(pattern, key) {
+				t.Fatalf("%q kept although %q excludes it", key, pattern)
+			}
+		}
+	})
+}
+
+func FuzzParseTargetName(f *testing.F) {
+	for _, seed := range []string{"platform-ca", "", "A", "a..b", "a.b-c", strings.Repeat("a", 254), "-a", "a_b"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "src", Annotations: map[string]string{v1alpha1.TargetNameAnnotation: value}}}
+		shape, err := ShapeOf(src)
+		if err != nil {
+			if !strings.Contains(err.Error(), "invalid target-name") {
+				t.Fatalf("error does not name the annotation: %q", err)
+			}
+			return
+		}
+		// An accepted name is one the API server accepts too.
+		if len(shape.Name) == 0 || len(shape.Name) > 253 || strings.ToLower(shape.Name) != shape.Name || strings.ContainsAny(shape.Name, "/_ ") {
+			t.Fatalf("accepted %q", shape.Name)
 		}
 	})
 }

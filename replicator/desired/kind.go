@@ -65,6 +65,9 @@ type Kind[T Object] interface {
 	PatchFields() (text, binary string)
 	// CheckSource says why source must not be copied at all, or nil.
 	CheckSource(source T) error
+	// Fit makes content whose keys were filtered (Shape.Keys) acceptable to the API as
+	// an object of the kind, and says what it changed besides the keys, or "".
+	Fit(c Content) (Content, string)
 }
 
 // ConfigMapKind describes ConfigMaps: data, binaryData and immutable.
@@ -80,6 +83,9 @@ func (ConfigMapKind) NewList() ObjectList           { return &corev1.ConfigMapLi
 func (ConfigMapKind) PatchFields() (string, string) { return "data", "binaryData" }
 
 func (ConfigMapKind) CheckSource(*corev1.ConfigMap) error { return nil }
+
+// Fit: a ConfigMap accepts any set of keys.
+func (ConfigMapKind) Fit(c Content) (Content, string) { return c, "" }
 
 func (ConfigMapKind) Content(cm *corev1.ConfigMap) Content {
 	return Content{Immutable: cm.Immutable, Text: cm.Data, Binary: cm.BinaryData}
@@ -117,6 +123,50 @@ func (SecretKind) CheckSource(s *corev1.Secret) error {
 		return fmt.Errorf("a Secret of type %s is never copied: a token must not leave its namespace", corev1.SecretTypeServiceAccountToken)
 	}
 	return nil
+}
+
+// Fit keeps the source's type when the filtered keys still satisfy it, and makes the
+// replica Opaque when they do not: a team given only the ca.crt of a kubernetes.io/tls
+// Secret gets an Opaque Secret holding ca.crt, which the API server accepts, rather than
+// a replica it refuses.
+func (SecretKind) Fit(c Content) (Content, string) {
+	missing := missingTypeKeys(corev1.SecretType(c.Type), c.Binary)
+	if missing == "" {
+		return c, ""
+	}
+	note := fmt.Sprintf("the replicas are of type %s: type %s needs %s, which the keys filter leaves out", corev1.SecretTypeOpaque, c.Type, missing)
+	c.Type = string(corev1.SecretTypeOpaque)
+	return c, note
+}
+
+// missingTypeKeys says which keys a Secret of type t needs and data lacks, or "". These
+// are the API server's own rules for the built-in types (ValidateSecret in
+// k8s.io/kubernetes, which this module does not import); other types need no key.
+func missingTypeKeys(t corev1.SecretType, data map[string][]byte) string {
+	has := func(k string) bool { _, ok := data[k]; return ok }
+	switch t {
+	case corev1.SecretTypeTLS:
+		if !has(corev1.TLSCertKey) || !has(corev1.TLSPrivateKeyKey) {
+			return corev1.TLSCertKey + " and " + corev1.TLSPrivateKeyKey
+		}
+	case corev1.SecretTypeDockercfg:
+		if !has(corev1.DockerConfigKey) {
+			return corev1.DockerConfigKey
+		}
+	case corev1.SecretTypeDockerConfigJson:
+		if !has(corev1.DockerConfigJsonKey) {
+			return corev1.DockerConfigJsonKey
+		}
+	case corev1.SecretTypeSSHAuth:
+		if len(data[corev1.SSHAuthPrivateKey]) == 0 {
+			return corev1.SSHAuthPrivateKey
+		}
+	case corev1.SecretTypeBasicAuth:
+		if !has(corev1.BasicAuthUsernameKey) && !has(corev1.BasicAuthPasswordKey) {
+			return corev1.BasicAuthUsernameKey + " or " + corev1.BasicAuthPasswordKey
+		}
+	}
+	return ""
 }
 
 func (SecretKind) Content(s *corev1.Secret) Content {

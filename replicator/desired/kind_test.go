@@ -27,7 +27,7 @@ var tlsOwner = AnnotationOwner("Secret", types.NamespacedName{Namespace: "platfo
 
 func TestSecretReplicaKeepsTypeAndData(t *testing.T) {
 	kind := SecretKind{}
-	replica := NewTemplate(kind, sampleSecret(), nil, tlsOwner).In("team-a")
+	replica := NewTemplate(kind, sampleSecret(), Shape{}, tlsOwner).In("team-a")
 	if replica.Type != corev1.SecretTypeTLS || string(replica.Data[corev1.TLSCertKey]) != "cert" || replica.Namespace != "team-a" {
 		t.Errorf("replica %+v", replica)
 	}
@@ -45,7 +45,7 @@ func TestSecretValuesAreNeverHeldInTheirCacheForm(t *testing.T) {
 			t.Errorf("value of %s held as %q", k, v)
 		}
 	}
-	template := NewTemplate(kind, src, nil, tlsOwner)
+	template := NewTemplate(kind, src, Shape{}, tlsOwner)
 	replica := template.In("team-a")
 	kind.SetContent(replica, kind.Fingerprint(kind.Content(replica)))
 	if d := template.Diff(replica); !d.InSync() {
@@ -55,7 +55,7 @@ func TestSecretValuesAreNeverHeldInTheirCacheForm(t *testing.T) {
 
 func TestSecretTypeChangeRecreates(t *testing.T) {
 	kind := SecretKind{}
-	template := NewTemplate(kind, sampleSecret(), nil, tlsOwner)
+	template := NewTemplate(kind, sampleSecret(), Shape{}, tlsOwner)
 	replica := template.In("team-a")
 	replica.Type = corev1.SecretTypeOpaque
 	kind.SetContent(replica, kind.Fingerprint(kind.Content(replica)))
@@ -80,7 +80,7 @@ func TestServiceAccountTokensAreNeverSources(t *testing.T) {
 }
 
 func TestSecretUpdatePatchPutsDataAsBase64(t *testing.T) {
-	template := NewTemplate(SecretKind{}, sampleSecret(), nil, tlsOwner)
+	template := NewTemplate(SecretKind{}, sampleSecret(), Shape{}, tlsOwner)
 	patch, err := template.UpdatePatch("u", Diff{StaleBinary: []string{"old"}})
 	if err != nil {
 		t.Fatal(err)

@@ -26,29 +26,61 @@ type Template[T Object] struct {
 	content     Content
 	// fingerprint is content in the form the replica cache holds, for comparison.
 	fingerprint Content
+	// notice is what the status must say about the replicas' shape, or "".
+	notice string
 }
 
-// NewTemplate is the replica of source for owner: the source's name and content, its
-// labels and annotations except cmsync's own keys, kubectl's last-applied record and
-// the keys strip matches, and the replica markers. source is not modified, and must
-// not be while the template is in use.
-func NewTemplate[T Object](kind Kind[T], source T, strip []string, owner Owner) Template[T] {
+// NewTemplate is the replica of source for owner, shaped by shape: named as the shape
+// says; the source's content, with the keys the shape keeps; its labels and
+// annotations except cmsync's own keys, kubectl's last-applied record and the keys the
+// shape strips; and the replica markers. source is not modified, and must not be while
+// the template is in use.
+func NewTemplate[T Object](kind Kind[T], source T, shape Shape, owner Owner) Template[T] {
 	key := types.NamespacedName{Namespace: source.GetNamespace(), Name: source.GetName()}
-	labels := copiedMetadata(source.GetLabels(), strip)
+	labels := copiedMetadata(source.GetLabels(), shape.Strip)
 	labels[v1alpha1.ManagedByLabel] = v1alpha1.ManagedByValue
 	labels[v1alpha1.SourceIDLabel] = sourceID(key)
-	annotations := copiedMetadata(source.GetAnnotations(), strip)
+	annotations := copiedMetadata(source.GetAnnotations(), shape.Strip)
 	annotations[v1alpha1.SourceAnnotation] = key.String()
-	content := kind.Content(source)
+	content, notice := shapedContent(kind, kind.Content(source), shape.Keys)
 	return Template[T]{
 		kind:        kind,
-		name:        source.GetName(),
+		name:        shape.NameFor(source.GetName()),
 		labels:      labels,
 		annotations: annotations,
 		owner:       owner.Sync,
 		content:     content,
 		fingerprint: kind.Fingerprint(content),
+		notice:      notice,
 	}
+}
+
+// shapedContent is the source's content with the keys the filter keeps, fitted to the
+// kind, and what the status must say about it: that no key is left, or what fitting
+// changed.
+func shapedContent[T Object](kind Kind[T], source Content, keys KeyFilter) (Content, string) {
+	if !keys.IsSet() {
+		return source, ""
+	}
+	content, notice := kind.Fit(filterKeys(source, keys))
+	if len(content.Text)+len(content.Binary) == 0 {
+		notice = joinNotices(fmt.Sprintf("keys %q match no key of the source: the replicas have no data", keys), notice)
+	}
+	return content, notice
+}
+
+// Notice is what the status message must also say about the replicas' shape (keys
+// that match nothing, a Secret type the keys filter could not keep), or "".
+func (t Template[T]) Notice() string { return t.notice }
+
+func joinNotices(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
 
 // In returns the whole replica for namespace, with maps of its own: a client may

@@ -41,7 +41,7 @@ func TestDesiredReplica(t *testing.T) {
 	got := NewTemplate(
 		ConfigMapKind{},
 		src,
-		[]string{"internal.example.com/*", "secret-*"},
+		Shape{Strip: []string{"internal.example.com/*", "secret-*"}},
 		AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "settings"}),
 	).In("team-a")
 	key := types.NamespacedName{Namespace: "platform", Name: "settings"}
@@ -72,7 +72,7 @@ func TestDesiredReplica(t *testing.T) {
 	if AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "other"}).Owns(got) {
 		t.Errorf("the desired replica is claimed by another source")
 	}
-	all := NewTemplate(ConfigMapKind{}, src, []string{"*"}, AnnotationOwner("ConfigMap", key)).In("team-a")
+	all := NewTemplate(ConfigMapKind{}, src, Shape{Strip: []string{"*"}}, AnnotationOwner("ConfigMap", key)).In("team-a")
 	if len(all.Labels) != 2 || len(all.Annotations) != 1 {
 		t.Errorf(`"*" should strip every copied key but keep the markers: %v %v`, all.Labels, all.Annotations)
 	}
@@ -134,7 +134,7 @@ func managedFields(manager, fields string) []metav1.ManagedFieldsEntry {
 }
 
 func TestDiffReplica(t *testing.T) {
-	template := NewTemplate(ConfigMapKind{}, sampleSource(), nil, settingsOwner)
+	template := NewTemplate(ConfigMapKind{}, sampleSource(), Shape{}, settingsOwner)
 	ours := `{"f:metadata":{"f:labels":{"f:old":{},"f:team":{}},"f:annotations":{"f:gone":{},"f:note":{},"f:cmsync.io/status":{}}}}`
 	tests := []struct {
 		name   string
@@ -188,7 +188,7 @@ func TestOwnersNeverShareAReplica(t *testing.T) {
 	syncB.Name, syncB.UID = "b", "uid-b"
 	owners := map[string]Owner{"annotations": AnnotationOwner("ConfigMap", key), "sync a": SyncOwner(syncA), "sync b": SyncOwner(syncB)}
 	for name, owner := range owners {
-		replica := NewTemplate(ConfigMapKind{}, sampleSource(), nil, owner).In("team-a")
+		replica := NewTemplate(ConfigMapKind{}, sampleSource(), Shape{}, owner).In("team-a")
 		for other, o := range owners {
 			if got := o.Owns(replica); got != (other == name) {
 				t.Errorf("replica of %s: Owns by %s = %v", name, other, got)
@@ -198,7 +198,7 @@ func TestOwnersNeverShareAReplica(t *testing.T) {
 			t.Errorf("%s: OwnerKeyOf %q, want %q", name, OwnerKeyOf("ConfigMap", replica), owner.Key())
 		}
 	}
-	replica := NewTemplate(ConfigMapKind{}, sampleSource(), nil, SyncOwner(syncA)).In("team-a")
+	replica := NewTemplate(ConfigMapKind{}, sampleSource(), Shape{}, SyncOwner(syncA)).In("team-a")
 	if len(replica.OwnerReferences) != 1 || replica.OwnerReferences[0].Name != "a" || !*replica.OwnerReferences[0].Controller {
 		t.Errorf("owner reference %+v", replica.OwnerReferences)
 	}
@@ -233,7 +233,7 @@ func TestDiffAgainstAFingerprintedCacheCopy(t *testing.T) {
 	long := strings.Repeat("v", 10*longValue)
 	src.Data["long"] = long
 	src.BinaryData["long"] = []byte(long)
-	template := NewTemplate(ConfigMapKind{}, src, nil, settingsOwner)
+	template := NewTemplate(ConfigMapKind{}, src, Shape{}, settingsOwner)
 	cached := fingerprinted(template.In("team-a"))
 	if cached.Data["long"] == long || cached.Data["k"] != "v" {
 		t.Fatalf("fingerprinting kept the long value or changed a short one: %q", cached.Data)
@@ -276,7 +276,7 @@ func TestFingerprintValues(t *testing.T) {
 }
 
 func TestDiffReadsOwnershipFromManagedFields(t *testing.T) {
-	template := NewTemplate(ConfigMapKind{}, sampleSource(), nil, settingsOwner)
+	template := NewTemplate(ConfigMapKind{}, sampleSource(), Shape{}, settingsOwner)
 	actual := template.In("team-a")
 	actual.Labels["old"] = "1"
 	actual.Labels["theirs"] = "1"
@@ -292,7 +292,7 @@ func TestDiffReadsOwnershipFromManagedFields(t *testing.T) {
 }
 
 func TestReplacementKeepsWhatIsNotCmsyncs(t *testing.T) {
-	template := NewTemplate(ConfigMapKind{}, sampleSource(), nil, settingsOwner)
+	template := NewTemplate(ConfigMapKind{}, sampleSource(), Shape{}, settingsOwner)
 	want := template.In("team-a")
 	actual := template.In("team-a")
 	actual.UID, actual.ResourceVersion = "r1", "42"
@@ -336,7 +336,7 @@ func TestReplacementKeepsWhatIsNotCmsyncs(t *testing.T) {
 }
 
 func TestUpdatePatch(t *testing.T) {
-	template := NewTemplate(ConfigMapKind{}, sampleSource(), nil, settingsOwner)
+	template := NewTemplate(ConfigMapKind{}, sampleSource(), Shape{}, settingsOwner)
 	patch, err := template.UpdatePatch("u9", Diff{StaleLabels: []string{"old"}, StaleText: []string{"gone"}})
 	if err != nil {
 		t.Fatal(err)

@@ -70,8 +70,8 @@ func (s Summary) SyncedCount() string { return fmt.Sprintf("%d/%d", s.Synced, s.
 
 // Summarize sums up a pass over the targets. Every target must hold a replica equal to
 // the desired one for Synced; a conflict, a failed write or a replica that could not be
-// deleted makes the source Degraded.
-func Summarize(results []Result, deleted int, cleanupErr error) Summary {
+// deleted makes the source Degraded. notice (Template.Notice) ends the message.
+func Summarize(results []Result, deleted int, cleanupErr error, notice string) Summary {
 	s := Summary{Targets: len(results), Deleted: deleted, State: v1alpha1.StatusSynced}
 	var problems []string
 	var failures []error
@@ -106,6 +106,9 @@ func Summarize(results []Result, deleted int, cleanupErr error) Summary {
 		s.Message = "no namespace matches the targets"
 	default:
 		s.Message = fmt.Sprintf("in sync in %d %s", len(results), plural(len(results), "namespace", "namespaces"))
+	}
+	if notice != "" {
+		s.Message = truncate(oneLine(s.Message + "; " + notice))
 	}
 	return s
 }

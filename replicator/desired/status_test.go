@@ -37,7 +37,7 @@ func TestStatusOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Summarize(tt.results, 0, tt.cleanupErr).SourceStatus()
+			got := Summarize(tt.results, 0, tt.cleanupErr, "").SourceStatus()
 			if got.State != tt.wantState || got.Synced != tt.wantSynced || !strings.Contains(got.Message, tt.wantMessage) {
 				t.Errorf("got %+v", got)
 			}

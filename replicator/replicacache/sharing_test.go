@@ -56,7 +56,7 @@ func TestReplicasOfOneOwnerShareTheirMaps(t *testing.T) {
 	kind := desired.ConfigMapKind{}
 	transform := transform(kind, newMapSharer())
 	src := sampleSource()
-	template := desired.NewTemplate(kind, src, nil, owner)
+	template := desired.NewTemplate(kind, src, desired.Shape{}, owner)
 	compacted := func(ns string, edit func(*corev1.ConfigMap)) *corev1.ConfigMap {
 		cm := template.In(ns)
 		managedByCmsync(cm)
@@ -93,7 +93,7 @@ func TestReplicasOfOneOwnerShareTheirMaps(t *testing.T) {
 	}
 
 	// Another owner's replica never shares with this owner's.
-	other := desired.NewTemplate(kind, src, nil, desired.AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "other", Name: "settings"})).In("team-a")
+	other := desired.NewTemplate(kind, src, desired.Shape{}, desired.AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "other", Name: "settings"})).In("team-a")
 	out, _ := transform(other)
 	if samePointer(out.(*corev1.ConfigMap).Data, a.Data) {
 		t.Errorf("replicas of two owners share a map")
@@ -109,7 +109,7 @@ func TestReplicasOfOneOwnerShareTheirMaps(t *testing.T) {
 
 func TestCompactKeepsOnlyCmsyncsMetadataKeys(t *testing.T) {
 	kind := desired.ConfigMapKind{}
-	template := desired.NewTemplate(kind, sampleSource(), nil, owner)
+	template := desired.NewTemplate(kind, sampleSource(), desired.Shape{}, owner)
 	replica := template.In("team-a")
 	managedByCmsync(replica)
 	replica.Labels["theirs"] = "1"

@@ -26,12 +26,12 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 	source.Data = map[string]string{"k": "v1"}
 	kind := desired.ConfigMapKind{}
 	owner := desired.AnnotationOwner(kind.Name(), types.NamespacedName{Namespace: srcNS, Name: "settings"})
-	replica := func() *corev1.ConfigMap { return desired.NewTemplate(kind, source, nil, owner).In(target) }
+	replica := func() *corev1.ConfigMap { return desired.NewTemplate(kind, source, desired.Shape{}, owner).In(target) }
 	// The engine reads no cache here: every pass is handed the replica it compares.
 	engine := replicator.NewEngine(kind, k8s, nil, k8s, 1)
 	sync := func(existing *corev1.ConfigMap) desired.Outcome {
 		t.Helper()
-		plan := replicator.Plan[*corev1.ConfigMap]{Targets: []string{target}, Template: desired.NewTemplate(kind, source, nil, owner)}
+		plan := replicator.Plan[*corev1.ConfigMap]{Targets: []string{target}, Template: desired.NewTemplate(kind, source, desired.Shape{}, owner)}
 		results := engine.SyncTargets(ctx, owner, plan, map[string]*corev1.ConfigMap{target: existing})
 		if results[0].Err != nil {
 			t.Fatalf("sync: %v", results[0].Err)
