@@ -93,7 +93,8 @@ func TestReplicasOfOneOwnerShareTheirMaps(t *testing.T) {
 	}
 
 	// Another owner's replica never shares with this owner's.
-	other := desired.NewTemplate(kind, src, desired.Shape{}, desired.AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "other", Name: "settings"})).In("team-a")
+	other := desired.NewTemplate(kind, src, desired.Shape{}, desired.AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "other", Name: "settings"})).
+		In("team-a")
 	out, _ := transform(other)
 	if samePointer(out.(*corev1.ConfigMap).Data, a.Data) {
 		t.Errorf("replicas of two owners share a map")

@@ -90,6 +90,7 @@ func TestShapedCopies(t *testing.T) {
 	must(t, k8s.Create(ctx, app))
 
 	waitForShapedReplicas(t, platform+"/ca-bundle", "platform-ca", 30*time.Second, a, b)
+	waitForData(t, "platform-ca", bundle.Data, a, b)
 	waitForAnnotation(t, platform, "ca-bundle", v1alpha1.SyncedAnnotation, "2/2")
 	waitForData(t, "app-settings", map[string]string{"log-level": "debug", "feature-x": "on"}, b)
 	waitForAnnotation(t, platform, "app-settings", v1alpha1.SyncedAnnotation, "1/1")
@@ -147,8 +148,16 @@ func TestSecretCopiedAsItsCA(t *testing.T) {
 	platform, a := newNamespace(t, "platform", nil), newNamespace(t, "shape", nil)
 	key := "KEY-" + randomSuffix()
 	must(t, k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: "ingress-tls", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
-			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: a, v1alpha1.TargetNameAnnotation: "platform-ca", v1alpha1.KeysAnnotation: "ca.crt"}},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: platform,
+			Name:      "ingress-tls",
+			Labels:    map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{
+				v1alpha1.TargetNamespacesAnnotation: a,
+				v1alpha1.TargetNameAnnotation:       "platform-ca",
+				v1alpha1.KeysAnnotation:             "ca.crt",
+			},
+		},
 		Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{"ca.crt": []byte("CA"), "tls.crt": []byte("CERT"), "tls.key": []byte(key)},
 	}))
@@ -175,7 +184,13 @@ func TestConfigMapSyncShapedRoundTrip(t *testing.T) {
 	src, a := newNamespace(t, "src", nil), newNamespace(t, "shape", nil)
 	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "settings"},
 		Data: map[string]string{"log-level": "debug", "db-url": "postgres://db"}}))
-	spec := v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "settings", DestinationNamespace: a, TargetName: "app-settings", Keys: []string{"log-*"}}
+	spec := v1alpha1.ConfigMapSyncSpec{
+		SourceNamespace:      src,
+		ConfigMapName:        "settings",
+		DestinationNamespace: a,
+		TargetName:           "app-settings",
+		Keys:                 []string{"log-*"},
+	}
 	first := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "shape-" + randomSuffix()}, Spec: spec}
 	must(t, k8s.Create(ctx, first))
 	waitForData(t, "app-settings", map[string]string{"log-level": "debug"}, a)

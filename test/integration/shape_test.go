@@ -350,7 +350,10 @@ func TestSecretFilteredToItsCA(t *testing.T) {
 	}, map[string][]byte{"ca.crt": []byte("CA-1"), "tls.crt": []byte("CERT-1"), "tls.key": []byte("KEY-1")})
 	waitForShapedSecrets(t, src, "platform-ca", corev1.SecretTypeOpaque, map[string][]byte{"ca.crt": []byte("CA-1")}, a, b)
 	status := waitForSecretStatus(t, src, v1alpha1.StatusSynced, "2/2")
-	if msg := status.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "the replicas are of type Opaque: type kubernetes.io/tls needs tls.crt and tls.key") {
+	if msg := status.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(
+		msg,
+		"the replicas are of type Opaque: type kubernetes.io/tls needs tls.crt and tls.key",
+	) {
 		t.Errorf("message %q", msg)
 	}
 
