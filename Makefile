@@ -57,6 +57,10 @@ helm-lint: ## helm lint and helm template of the chart, with a pinned helm built
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system >/dev/null
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set metrics.serviceMonitor.enabled=true --set replicaCount=2 >/dev/null
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true >/dev/null
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true \
+	  --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy | grep -q 'name: cmsync-protect-replicas'
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set admission.enabled=false \
+	  --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy | { ! grep -q ValidatingAdmissionPolicy; }
 
 .PHONY: docker-build
 docker-build: ## Build the container image IMG with Docker (needs a Docker engine).

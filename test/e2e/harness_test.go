@@ -122,6 +122,11 @@ func run(m *testing.M) (int, error) {
 		"--set", "secrets.enabled=true"); err != nil {
 		return 0, fmt.Errorf("helm install: %v\n%s", err, out)
 	}
+	// The API server loads the chart's admission policy through a watch: every scenario
+	// runs with it in force.
+	if err := waitUntil(30*time.Second, func() error { return expectProtection(true) }); err != nil {
+		return 0, fmt.Errorf("the chart's admission policy never took effect: %w", err)
+	}
 	if cmsyncKubeconfig, err = serviceAccountKubeconfig(env, serviceAccount); err != nil {
 		return 0, err
 	}
@@ -149,10 +154,37 @@ func runOnExistingCluster(m *testing.M) (int, error) {
 	if err := newClients(cfg); err != nil {
 		return 0, err
 	}
+	if err := waitUntil(30*time.Second, func() error { return expectProtection(true) }); err != nil {
+		return 0, fmt.Errorf("the chart's admission policy is not in force: %w", err)
+	}
 	return m.Run(), nil
 }
 
+// waitUntil retries check until it returns nil or the timeout passes, outside a test.
+func waitUntil(timeout time.Duration, check func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// adminRESTConfig is the administrator's connection, for clients of other identities.
+var adminRESTConfig *rest.Config
+
+func adminConfig(t *testing.T) *rest.Config {
+	t.Helper()
+	if adminRESTConfig == nil {
+		t.Fatal("no admin connection")
+	}
+	return adminRESTConfig
+}
+
 func newClients(cfg *rest.Config) error {
+	adminRESTConfig = cfg
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
@@ -166,7 +198,10 @@ func newClients(cfg *rest.Config) error {
 }
 
 // startKubeControllerManager runs the namespace controller (namespaces really finish
-// deleting) and the garbage collector (owner references are honoured).
+// deleting), the garbage collector (owner references are honoured) and the cluster role
+// aggregation (the built-in admin, edit and view roles get their rules), each under a
+// ServiceAccount of its own as in a kubeadm cluster: those are the identities the
+// chart's admission policy lets delete replicas.
 func startKubeControllerManager() (func(), error) {
 	bin := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-controller-manager")
 	logFile, err := os.Create(filepath.Join(workDir, "kube-controller-manager.log"))
@@ -177,10 +212,10 @@ func startKubeControllerManager() (func(), error) {
 		"--kubeconfig="+adminKubeconfig,
 		"--authentication-kubeconfig="+adminKubeconfig,
 		"--authorization-kubeconfig="+adminKubeconfig,
-		"--controllers=namespace,garbagecollector",
+		"--controllers=namespace,garbagecollector,clusterrole-aggregation",
 		"--leader-elect=false",
 		"--secure-port=0",
-		"--use-service-account-credentials=false",
+		"--use-service-account-credentials=true",
 	)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -33,9 +34,31 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("installed args: %s", args)
 	}
 
-	if out, err := helm("upgrade", release, chart, "--namespace", namespace,
+	// The admission policies and their bindings are there by default. This release's
+	// policy lets only its own ServiceAccount write replicas, so it is switched off at once.
+	policies := func() int {
+		var vaps admissionv1.ValidatingAdmissionPolicyList
+		var bindings admissionv1.ValidatingAdmissionPolicyBindingList
+		must(t, k8s.List(ctx, &vaps, client.MatchingLabels{"app.kubernetes.io/instance": release}))
+		must(t, k8s.List(ctx, &bindings, client.MatchingLabels{"app.kubernetes.io/instance": release}))
+		return len(vaps.Items) + len(bindings.Items)
+	}
+	if n := policies(); n != 4 {
+		t.Errorf("%d admission policies and bindings after install, want 2 of each", n)
+	}
+	for _, name := range []string{release + "-cmsync-protect-replicas", release + "-cmsync-check-sources"} {
+		binding := &admissionv1.ValidatingAdmissionPolicyBinding{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: name}, binding); err != nil || binding.Spec.PolicyName != name {
+			t.Errorf("binding %s: %v", name, err)
+		}
+	}
+
+	if out, err := helm("upgrade", release, chart, "--namespace", namespace, "--set", "admission.enabled=false",
 		"--set", "replicaCount=2", "--set", "controller.logLevel=debug", "--set", "controller.sourceNamespaces=platform-*"); err != nil {
 		t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	if n := policies(); n != 0 {
+		t.Errorf("%d admission policies and bindings left after admission.enabled=false", n)
 	}
 	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(deploy), deploy))
 	args = strings.Join(deploy.Spec.Template.Spec.Containers[0].Args, " ")
@@ -46,6 +69,13 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("values.schema.json accepted configMapSync=sometimes:\n%s", out)
 	}
 
+	// On again, so that uninstall is shown to remove the policies too.
+	if out, err := helm("upgrade", release, chart, "--namespace", namespace, "--reuse-values", "--set", "admission.enabled=true"); err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	if n := policies(); n != 4 {
+		t.Errorf("%d admission policies and bindings after admission.enabled=true, want 4", n)
+	}
 	if out, err := helm("uninstall", release, "--namespace", namespace, "--wait"); err != nil {
 		t.Fatalf("helm uninstall: %v\n%s", err, out)
 	}
@@ -57,6 +87,8 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		{"Deployment", &appsv1.DeploymentList{}}, {"ServiceAccount", &corev1.ServiceAccountList{}},
 		{"Service", &corev1.ServiceList{}}, {"ClusterRole", &rbacv1.ClusterRoleList{}},
 		{"ClusterRoleBinding", &rbacv1.ClusterRoleBindingList{}}, {"Role", &rbacv1.RoleList{}}, {"RoleBinding", &rbacv1.RoleBindingList{}},
+		{"ValidatingAdmissionPolicy", &admissionv1.ValidatingAdmissionPolicyList{}},
+		{"ValidatingAdmissionPolicyBinding", &admissionv1.ValidatingAdmissionPolicyBindingList{}},
 	}
 	for _, l := range leftovers {
 		must(t, k8s.List(ctx, l.list, selector))

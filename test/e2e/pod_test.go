@@ -107,7 +107,9 @@ func TestLeaderPodDeleted(t *testing.T) {
 	t.Logf("deleting the leader pod %s", leader)
 	must(t, clientset.CoreV1().Pods(releaseNamespace).Delete(ctx, leader, metav1.DeleteOptions{}))
 	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
-	must(t, k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: targets[0], Name: "led"}}))
+	withoutProtection(t, func() {
+		must(t, k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: targets[0], Name: "led"}}))
+	})
 
 	eventually(t, 120*time.Second, "another pod leads", func() error {
 		if now := leaderPod(); now == leader || now == "" {

@@ -42,14 +42,19 @@ func TestREADMEExample(t *testing.T) {
 	if got.Annotations[v1alpha1.StatusAnnotation] != "Synced" || got.Annotations[v1alpha1.LastSyncTimeAnnotation] == "" {
 		t.Errorf("status annotations %v", got.Annotations)
 	}
-	// "Create team-c and it gets a replica; edit or delete a replica and it is restored;
-	// change the source and every replica follows; delete the source and its replicas
-	// are deleted."
+	// "Create team-c and it gets a replica. Try to edit or delete a replica: the API
+	// server refuses, naming the source. Should one be changed anyway (an
+	// administrator's break-glass), it is restored. Change the source and every replica
+	// follows; delete the source and its replicas are deleted."
 	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}}))
 	waitForReplicas(t, "platform", "ca-bundle", 30*time.Second, "team-a", "team-b", "team-c")
-	must(t, k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ca-bundle"}}))
-	must(t, k8s.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "ca-bundle"}},
-		client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"tampered"}}`))))
+	expectRefused(t, "deleting a replica", k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ca-bundle"}}),
+		"ConfigMap team-a/ca-bundle is a replica of platform/ca-bundle kept by cmsync: change the source platform/ca-bundle instead")
+	withoutProtection(t, func() {
+		must(t, k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ca-bundle"}}))
+		must(t, k8s.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "ca-bundle"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"tampered"}}`))))
+	})
 	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"rotated"}}`))))
 	eventually(t, 30*time.Second, "every replica restored and following the source", func() error {
 		for _, ns := range []string{"team-a", "team-b", "team-c"} {

@@ -264,7 +264,7 @@ func (n *Node) startControllers(context.Context) error {
 		"--kubeconfig="+n.Kubeconfig,
 		"--authentication-kubeconfig="+n.Kubeconfig, "--authorization-kubeconfig="+n.Kubeconfig,
 		"--service-account-private-key-file="+n.pki.path("sa.key"), "--root-ca-file="+n.pki.path("ca.crt"),
-		"--use-service-account-credentials=false", "--leader-elect=false", "--secure-port=0"); err != nil {
+		"--use-service-account-credentials=true", "--leader-elect=false", "--secure-port=0"); err != nil {
 		return err
 	}
 	return n.start("kube-scheduler", n.kube("kube-scheduler"), nil,

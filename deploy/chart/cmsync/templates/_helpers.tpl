@@ -25,3 +25,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default "default" .Values.serviceAccount.name -}}
 {{- end -}}
 {{- end -}}
+
+{{- /* "true" when the API server serves ValidatingAdmissionPolicy (Kubernetes 1.30 and later). */ -}}
+{{- define "cmsync.admissionAvailable" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}true{{- end -}}
+{{- end -}}

@@ -1,0 +1,339 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
+)
+
+// protectBinding is the chart's binding of the policy that protects replicas (release
+// "cmsync", as the suites install it).
+const protectBinding = "cmsync-protect-replicas"
+
+// editorIn returns a client acting as a ServiceAccount bound to the built-in "edit"
+// ClusterRole in namespace: a real user of the namespace, with a real RBAC binding,
+// not an administrator.
+func editorIn(t *testing.T, namespace string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "editor"}}))
+	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "editor"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: "editor"}},
+	}))
+	cfg := rest.CopyConfig(adminConfig(t))
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + namespace + ":editor",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	c, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
+	must(t, err)
+	// The API server's authorizer learns of a new binding through a watch.
+	eventually(t, 30*time.Second, "the editor's binding in effect", func() error {
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "rbac-probe"}}
+		return c.Create(ctx, probe, client.DryRunAll)
+	})
+	return c
+}
+
+// expectRefused checks that err is the policy's refusal and carries every fragment.
+func expectRefused(t *testing.T, what string, err error, fragments ...string) {
+	t.Helper()
+	if err == nil {
+		t.Errorf("%s was allowed", what)
+		return
+	}
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+		t.Errorf("%s: %v, want a refusal by the admission policy", what, err)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("%s: message %q lacks %q", what, err.Error(), f)
+		}
+	}
+}
+
+// A user with edit rights in a target namespace cannot edit, relabel or delete a
+// replica, nor forge one: each is refused with a message naming the source and what
+// to do instead, and the replica's resourceVersion does not move. An administrator is
+// refused the same way. Labelling the namespace cmsync.io/ignore=true, as the message
+// says, has cmsync itself delete the replica.
+func TestReplicasAreProtected(t *testing.T) {
+	startController(t)
+	ctx := context.Background()
+	src, team := newNamespace(t, "platform", nil), newNamespace(t, "guarded", nil)
+	source := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "ca-bundle", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: team}},
+		Data: map[string]string{"ca.crt": "CA"},
+	}
+	must(t, k8s.Create(ctx, source))
+	waitForReplicas(t, src, "ca-bundle", 30*time.Second, team)
+	replica, err := getConfigMap(team, "ca-bundle")
+	must(t, err)
+	editor := editorIn(t, team)
+
+	// The editor's rights are real: a ConfigMap of their own is theirs to write.
+	own := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "own"}, Data: map[string]string{"k": "v"}}
+	must(t, editor.Create(ctx, own))
+	must(t, editor.Patch(ctx, own, client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"w"}}`))))
+
+	told := []string{
+		"ConfigMap " + team + "/ca-bundle is a replica of " + src + "/ca-bundle kept by cmsync",
+		"change the source " + src + "/ca-bundle instead, or label namespace " + team + " cmsync.io/ignore=true to stop receiving it",
+	}
+	target := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "ca-bundle"}}
+	expectRefused(t, "editing a replica", editor.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"tampered"}}`))), told...)
+	expectRefused(t, "relabelling a replica", editor.Patch(ctx, target,
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":null}}}`))), told...)
+	expectRefused(t, "deleting a replica", editor.Delete(ctx, target), told...)
+	expectRefused(t, "an administrator editing a replica",
+		k8s.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"tampered"}}`))), told...)
+
+	forgedTold := []string{"only cmsync writes objects labelled app.kubernetes.io/managed-by=cmsync", "(this one names the source " + src + "/ca-bundle)"}
+	forged := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "forged", Labels: map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue},
+			Annotations: map[string]string{v1alpha1.SourceAnnotation: src + "/ca-bundle"}},
+		Data: map[string]string{"ca.crt": "forged"},
+	}
+	expectRefused(t, "forging a replica", editor.Create(ctx, forged), forgedTold...)
+	expectRefused(t, "turning a ConfigMap into a replica", editor.Patch(ctx, own, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"cmsync"}}}`))), "only cmsync writes objects labelled")
+
+	now, err := getConfigMap(team, "ca-bundle")
+	must(t, err)
+	if now.ResourceVersion != replica.ResourceVersion {
+		t.Errorf("the replica's resourceVersion moved from %s to %s", replica.ResourceVersion, now.ResourceVersion)
+	}
+
+	// What the message tells the namespace's owner works: cmsync deletes the replica.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team}}
+	must(t, k8s.Patch(ctx, ns, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"cmsync.io/ignore":"true"}}}`))))
+	waitForReplicas(t, src, "ca-bundle", 30*time.Second)
+}
+
+// Secret replicas are protected the same way when Secrets are enabled.
+func TestSecretReplicasAreProtected(t *testing.T) {
+	startController(t, "--secrets=enabled")
+	ctx := context.Background()
+	src, team := newNamespace(t, "vault", nil), newNamespace(t, "guarded", nil)
+	must(t, k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "db", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: team}},
+		StringData: map[string]string{"password": "p"},
+	}))
+	waitForSecretValue(t, "db", "password", "p", team)
+	editor := editorIn(t, team)
+	target := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "db"}}
+	told := "Secret " + team + "/db is a replica of " + src + "/db kept by cmsync"
+	expectRefused(
+		t,
+		"editing a Secret replica",
+		editor.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(`{"stringData":{"password":"x"}}`))),
+		told,
+	)
+	expectRefused(t, "deleting a Secret replica", editor.Delete(ctx, target), told)
+}
+
+// Protection never stands in the way of Kubernetes itself: a target namespace holding
+// replicas is deleted completely (the namespace controller), and a ConfigMapSync's
+// replicas are deleted by the garbage collector when cmsync is not there to do it.
+func TestProtectionLetsKubernetesClean(t *testing.T) {
+	c := startController(t)
+	ctx := context.Background()
+	src, goes := newNamespace(t, "platform", nil), newNamespace(t, "goes", nil)
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: goes}},
+		Data: map[string]string{"k": "v"},
+	}))
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "ca"}, Data: map[string]string{"k": "v"}}))
+	cms := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "guarded-" + randomSuffix()},
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", DestinationNamespace: goes}}
+	must(t, k8s.Create(ctx, cms))
+	waitForReplicas(t, src, "app", 30*time.Second, goes)
+	waitForReplicas(t, src, "ca", 30*time.Second, goes)
+
+	must(t, k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goes}}))
+	eventually(t, 90*time.Second, "namespace "+goes+" deleted", func() error {
+		err := k8s.Get(ctx, client.ObjectKey{Name: goes}, &corev1.Namespace{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+
+	// The garbage collector: cmsync stopped, its finalizer removed by hand.
+	c.local(t)
+	other := newNamespace(t, "gc", nil)
+	must(t, k8s.Patch(ctx, cms, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"destinationNamespace":"`+other+`"}}`))))
+	waitForReplicas(t, src, "ca", 30*time.Second, other)
+	c.Stop()
+	must(t, k8s.Patch(ctx, cms, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
+	must(t, k8s.Delete(ctx, cms))
+	waitForReplicas(t, src, "ca", 60*time.Second)
+}
+
+// warningCollector keeps the Warning headers of the API's responses.
+type warningCollector struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warningCollector) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+func (w *warningCollector) take() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := strings.Join(w.seen, "\n")
+	w.seen = nil
+	return out
+}
+
+// A malformed source annotation gets a warning at once, in the API's response (what
+// kubectl prints), and the source still turns Invalid. Every value the policy warns
+// about is one cmsync itself refuses: the warnings never cry wolf.
+func TestMalformedSourceAnnotationsWarn(t *testing.T) {
+	startController(t)
+	ctx := context.Background()
+	warnings := &warningCollector{}
+	cfg := rest.CopyConfig(adminConfig(t))
+	cfg.WarningHandler = warnings
+	user, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
+	must(t, err)
+	src := newNamespace(t, "platform", nil)
+
+	source := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: "team-*", v1alpha1.KeysAnnotation: "log-*,a/b"}},
+		Data: map[string]string{"log-level": "debug"},
+	}
+	must(t, user.Create(ctx, source))
+	if got := warnings.take(); !strings.Contains(got, `cmsync.io/keys "log-*,a/b" has an entry no key can match`) {
+		t.Errorf("warnings %q", got)
+	}
+	invalid := waitForAnnotation(t, src, "app", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
+	if !strings.Contains(invalid.Annotations[v1alpha1.MessageAnnotation], `invalid keys "log-*,a/b"`) {
+		t.Errorf("message %q", invalid.Annotations[v1alpha1.MessageAnnotation])
+	}
+	must(t, user.Patch(ctx, source, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/keys":"log-*"}}}`))))
+	if got := warnings.take(); got != "" {
+		t.Errorf("a valid source was warned about: %q", got)
+	}
+
+	// Each value, written with a server-side dry run: warned only when cmsync refuses it.
+	cases := []struct {
+		key    string
+		value  string
+		warned bool
+	}{
+		{v1alpha1.TargetNamespacesAnnotation, "team-*,shared,!team-legacy", false},
+		{v1alpha1.TargetNamespacesAnnotation, "[^0-9]*,a?b", false},
+		{v1alpha1.TargetNamespacesAnnotation, "team-[a", true},
+		{v1alpha1.TargetNamespacesAnnotation, "Team-A", true},
+		{v1alpha1.TargetNamespacesAnnotation, "a,,b", true},
+		{v1alpha1.TargetNamespacesAnnotation, "", true},
+		{v1alpha1.TargetNamespacesAnnotation, "!a,!b", true},
+		{v1alpha1.TargetNamespacesAnnotation, "team.a", true},
+		{v1alpha1.TargetNamespacesAnnotation, "[]", true},
+		{v1alpha1.TargetSelectorAnnotation, "env=prod", false},
+		{v1alpha1.TargetSelectorAnnotation, " ", true},
+		{v1alpha1.StripMetadataAnnotation, "example.com/*, secret-*,", false},
+		{v1alpha1.StripMetadataAnnotation, `a\[b`, false},
+		{v1alpha1.StripMetadataAnnotation, ",", true},
+		{v1alpha1.StripMetadataAnnotation, "app.kubernetes.io/managed-by", true},
+		{v1alpha1.StripMetadataAnnotation, "example.com/[a", true},
+		{v1alpha1.KeysAnnotation, "ca.crt", false},
+		{v1alpha1.KeysAnnotation, "tls.*,!tls.key,[^x]_y", false},
+		{v1alpha1.KeysAnnotation, "tls.[a", true},
+		{v1alpha1.KeysAnnotation, "a,", true},
+		{v1alpha1.KeysAnnotation, "!", true},
+		{v1alpha1.KeysAnnotation, "a b", true},
+		{v1alpha1.TargetNameAnnotation, "platform-ca", false},
+		{v1alpha1.TargetNameAnnotation, "ca.platform.example", false},
+		{v1alpha1.TargetNameAnnotation, "Platform_CA", true},
+		{v1alpha1.TargetNameAnnotation, "", true},
+		{v1alpha1.TargetNameAnnotation, strings.Repeat("a", 254), true},
+		{v1alpha1.TargetNameAnnotation, "-ca", true},
+	}
+	for _, tc := range cases {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "probe-" + randomSuffix(),
+			Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{tc.key: tc.value}}}
+		if tc.key != v1alpha1.TargetNamespacesAnnotation && tc.key != v1alpha1.TargetSelectorAnnotation {
+			cm.Annotations[v1alpha1.TargetNamespacesAnnotation] = "team-*"
+		}
+		must(t, user.Create(ctx, cm, client.DryRunAll))
+		got := warnings.take()
+		if (got != "") != tc.warned {
+			t.Errorf("%s=%q: warnings %q, want warned=%v", tc.key, tc.value, got, tc.warned)
+		}
+		_, targetsErr := desired.TargetsOf(cm)
+		_, shapeErr := desired.ShapeOf(cm)
+		if got != "" && targetsErr == nil && shapeErr == nil {
+			t.Errorf("%s=%q: warned (%q), but cmsync accepts it", tc.key, tc.value, got)
+		}
+		if got != "" && !strings.Contains(got, tc.key) {
+			t.Errorf("%s=%q: the warning %q does not name the annotation", tc.key, tc.value, got)
+		}
+	}
+}
+
+// withoutProtection runs fn with the protecting binding removed, the documented
+// break-glass, and puts the binding back; both wait until the API server acts on the
+// change (a server-side dry run of a forged replica is the probe).
+func withoutProtection(t *testing.T, fn func()) {
+	t.Helper()
+	ctx := context.Background()
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{}
+	must(t, k8s.Get(ctx, client.ObjectKey{Name: protectBinding}, binding))
+	must(t, k8s.Delete(ctx, binding))
+	restore := binding.DeepCopy()
+	restore.ResourceVersion, restore.UID, restore.CreationTimestamp, restore.ManagedFields = "", "", metav1.Time{}, nil
+	defer func() {
+		must(t, k8s.Create(ctx, restore))
+		waitForProtection(t, true)
+	}()
+	waitForProtection(t, false)
+	fn()
+}
+
+// waitForProtection waits until a forged replica is refused (on) or admitted (off).
+func waitForProtection(t *testing.T, on bool) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("protection %v", on), func() error { return expectProtection(on) })
+}
+
+// expectProtection says whether the API server refuses a forged replica (on) or admits
+// it (off), with a server-side dry run that writes nothing.
+func expectProtection(on bool) error {
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "protection-probe",
+		Labels: map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}}}
+	err := k8s.Create(context.Background(), probe, client.DryRunAll)
+	if refused := apierrors.IsForbidden(err); refused != on {
+		return fmt.Errorf("dry-run create of a forged replica: %v", err)
+	}
+	return nil
+}
