@@ -61,6 +61,7 @@ func expectRefused(t *testing.T, what string, err error, fragments ...string) {
 		t.Errorf("%s was allowed", what)
 		return
 	}
+	t.Logf("%s: %v", what, err)
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
 		t.Errorf("%s: %v, want a refusal by the admission policy", what, err)
 	}
@@ -171,6 +172,12 @@ func TestProtectionLetsKubernetesClean(t *testing.T) {
 	must(t, k8s.Create(ctx, cms))
 	waitForReplicas(t, src, "app", 30*time.Second, goes)
 	waitForReplicas(t, src, "ca", 30*time.Second, goes)
+	expectRefused(
+		t,
+		"deleting a ConfigMapSync's replica",
+		k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: goes, Name: "ca"}}),
+		"ConfigMap "+goes+"/ca is a replica of "+src+"/ca kept by cmsync for ConfigMapSync "+cms.Name+": change the source "+src+"/ca or the ConfigMapSync instead",
+	)
 
 	must(t, k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goes}}))
 	eventually(t, 90*time.Second, "namespace "+goes+" deleted", func() error {
@@ -231,7 +238,9 @@ func TestMalformedSourceAnnotationsWarn(t *testing.T) {
 		Data: map[string]string{"log-level": "debug"},
 	}
 	must(t, user.Create(ctx, source))
-	if got := warnings.take(); !strings.Contains(got, `cmsync.io/keys "log-*,a/b" has an entry no key can match`) {
+	got := warnings.take()
+	t.Logf("warning: %s", got)
+	if !strings.Contains(got, `cmsync.io/keys "log-*,a/b" has an entry no key can match`) {
 		t.Errorf("warnings %q", got)
 	}
 	invalid := waitForAnnotation(t, src, "app", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
