@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -84,8 +85,16 @@ func grantedPermissions() ([]permission, error) {
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: "cmsync-leader-election"}, &role); err != nil {
 		return nil, err
 	}
+	rules := append(cr.Rules, role.Rules...)
+	// With secure metrics (the chart's default), the reviews of scrapers' tokens.
+	var metricsAuth rbacv1.ClusterRole
+	if err := k8s.Get(ctx, client.ObjectKey{Name: "cmsync-metrics-auth"}, &metricsAuth); err == nil {
+		rules = append(rules, metricsAuth.Rules...)
+	} else if !apierrors.IsNotFound(err) {
+		return nil, err
+	}
 	var out []permission
-	for _, rule := range append(cr.Rules, role.Rules...) {
+	for _, rule := range rules {
 		if len(rule.ResourceNames) > 0 || len(rule.NonResourceURLs) > 0 {
 			return nil, fmt.Errorf("unexpected rule form %+v: extend this check", rule)
 		}
