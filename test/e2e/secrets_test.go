@@ -213,13 +213,18 @@ func TestSecretsOffMakesNoSecretRequest(t *testing.T) {
 	src, dst := newNamespace(t, "plain", nil), newNamespace(t, "plain", nil)
 	targets := map[string]string{v1alpha1.TargetNamespacesAnnotation: dst}
 	labels := map[string]string{v1alpha1.ReplicateLabel: "true"}
-	must(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "s", Labels: labels, Annotations: targets},
-		StringData: map[string]string{"k": "v"}}))
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "c", Labels: labels, Annotations: targets},
-		Data: map[string]string{"k": "v"}}))
-	waitForReplicas(t, src, "c", 30*time.Second, dst)
-	time.Sleep(2 * time.Second) // a request about the Secret would come with the same pass
-	c.Stop()
+	// This identity is not the chart's ServiceAccount, so the chart's admission policy
+	// refuses its replica writes, as it should; this scenario is about RBAC and runs
+	// without the policy (the documented break-glass).
+	withoutProtection(t, func() {
+		must(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "s", Labels: labels, Annotations: targets},
+			StringData: map[string]string{"k": "v"}}))
+		must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "c", Labels: labels, Annotations: targets},
+			Data: map[string]string{"k": "v"}}))
+		waitForReplicas(t, src, "c", 30*time.Second, dst)
+		time.Sleep(2 * time.Second) // a request about the Secret would come with the same pass
+		c.Stop()
+	})
 
 	var about []string
 	must(t, eachAuditRecord(func(r auditRecord) {
