@@ -12,9 +12,28 @@ case "$1" in
   # and ctr (to import images). Built static, like its release binaries.
   containerd)     pkg="github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr"
                   version=v2.4.2 ;;
+  # promtool (alert rule tests) and prometheus (the e2e suite scrapes cmsync with it).
+  # Not go-installable at this version: a dependency's pinned pseudo-version is refused
+  # by the module proxy, so they are built from a throwaway module that replaces it.
+  promtool|prometheus) pkg="github.com/prometheus/prometheus/cmd/$1"; version=v0.316.0 ;;
   *) echo "tool.sh: unknown tool $1" >&2; exit 2 ;;
 esac
 dir="$CACHE/$1-$version"
+case "$1" in promtool|prometheus) built_from_module=1 ;; *) built_from_module= ;; esac
+if [ -n "$built_from_module" ] && [ ! -x "$dir/$1" ]; then
+  echo "tool.sh: building $1 $version (first time only)" >&2
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  (
+    cd "$work"
+    go mod init cmsync.local/prometheus >/dev/null 2>&1
+    go mod edit -require="github.com/prometheus/prometheus@$version" \
+      -replace=github.com/hashicorp/nomad/api=github.com/hashicorp/nomad/api@v0.0.0-20230605233119-67e39d5d248f
+    printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
+    GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || GOFLAGS=-mod=mod go mod tidy
+    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -o "$dir/$1" "$pkg"
+  )
+fi
 if [ ! -x "$dir/$1" ]; then
   echo "tool.sh: building $1 $version (first time only)" >&2
   # shellcheck disable=SC2086 # pkg may list several packages of one module

@@ -143,7 +143,7 @@ func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) e
 // reportInvalid writes the Invalid status, an Event and a log line, once per new
 // problem; it does not retry, since only an edit of the source can fix it.
 func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner desired.Owner, invalid invalidSourceError) error {
-	r.metrics.RecordSource(owner, desired.Summary{})
+	r.metrics.RecordProblem(owner, v1alpha1.ReasonInvalid)
 	status := desired.InvalidStatus(invalid, src.GetAnnotations()[v1alpha1.SyncedAnnotation])
 	patch := desired.StatusPatch(string(src.GetUID()), src.GetAnnotations(), status, false, time.Now())
 	if patch == nil {

@@ -152,7 +152,7 @@ func (r *syncReconciler) reportProblem(
 		return err
 	}
 	desired.SetSyncProblem(&sync.Status, sync.Generation, owner.Source.String(), problem.reason, problem, len(plan.Targets), synced)
-	r.metrics.RecordSource(owner, desired.Summary{})
+	r.metrics.RecordProblem(owner, problem.reason)
 	return r.writeStatus(ctx, sync, before, problem.reason)
 }
 

@@ -65,6 +65,19 @@ type Summary struct {
 // Changed reports whether the pass wrote or deleted a replica.
 func (s Summary) Changed() bool { return s.Written > 0 || s.Deleted > 0 }
 
+// Problem is why the source is not in sync, as an Event reason: "" when Synced,
+// Conflict when only conflicts stand in the way, Failed when a write or delete failed.
+func (s Summary) Problem() string {
+	switch {
+	case s.State != v1alpha1.StatusDegraded:
+		return ""
+	case s.Failures == 0 && s.Err == nil:
+		return v1alpha1.ReasonConflict
+	default:
+		return v1alpha1.ReasonFailed
+	}
+}
+
 // SyncedCount is the "<in sync>/<targets>" of the synced annotation.
 func (s Summary) SyncedCount() string { return fmt.Sprintf("%d/%d", s.Synced, s.Targets) }
 

@@ -127,7 +127,7 @@ func TestShapeChangedWhileStopped(t *testing.T) {
 // A malformed target-name or keys makes the source Invalid, with the annotation named
 // in the message and an Event, and changes nothing: the replicas stay as they were.
 func TestInvalidShapeChangesNothing(t *testing.T) {
-	startController(t)
+	running := startController(t)
 	platform := newNamespace(t, "platform", nil)
 	a := newNamespace(t, "team", nil)
 	src := newSource(t, platform, "settings", map[string]string{
@@ -156,6 +156,9 @@ func TestInvalidShapeChangesNothing(t *testing.T) {
 			t.Errorf("synced %q, want the last pass's 1/1 kept", invalid.Annotations[v1alpha1.SyncedAnnotation])
 		}
 		waitForEvent(t, src, v1alpha1.ReasonInvalid, tc.message)
+		if n := notSynced(t, running.Metrics, "ConfigMap", v1alpha1.ReasonInvalid); n < 1 {
+			t.Errorf("cmsync_sources_not_synced{reason=Invalid} = %v while a source is Invalid", n)
+		}
 		consistently(t, time.Second, "the replica stays as it was", func() error {
 			got, err := getConfigMap(a, "settings")
 			if err != nil {
@@ -179,7 +182,7 @@ func TestInvalidShapeChangesNothing(t *testing.T) {
 // other reports the conflict and never overwrites it; when the first lets go, the
 // other takes the name. A renamed replica never overwrites an unmanaged object either.
 func TestRenamedReplicaConflicts(t *testing.T) {
-	startController(t)
+	running := startController(t)
 	platform := newNamespace(t, "platform", nil)
 	shared := newNamespace(t, "team", nil)
 	first := newSource(t, platform, "first", map[string]string{
@@ -198,6 +201,9 @@ func TestRenamedReplicaConflicts(t *testing.T) {
 		t.Errorf("synced %q, want 0/1", degraded.Annotations[v1alpha1.SyncedAnnotation])
 	}
 	waitForEvent(t, second, v1alpha1.ReasonConflict, want)
+	if n := notSynced(t, running.Metrics, "ConfigMap", v1alpha1.ReasonConflict); n < 1 {
+		t.Errorf("cmsync_sources_not_synced{reason=Conflict} = %v while a source is in conflict", n)
+	}
 	consistently(t, 2*time.Second, "the first keeps the name", func() error {
 		cm, err := getConfigMap(shared, "common")
 		if err != nil {

@@ -380,6 +380,22 @@ func kindMetricValue(t *testing.T, reg *prometheus.Registry, name, kind, state s
 	return 0
 }
 
+// notSynced reads cmsync_sources_not_synced{kind,reason}.
+func notSynced(t *testing.T, reg *prometheus.Registry, kind, reason string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	must(t, err)
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			if f.GetName() == "cmsync_sources_not_synced" && labelValue(m, "kind") == kind && labelValue(m, "reason") == reason {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("cmsync_sources_not_synced{kind=%q,reason=%q} not found", kind, reason)
+	return 0
+}
+
 // newNamespaceNamed creates a namespace with exactly this name.
 func newNamespaceNamed(t *testing.T, name string) {
 	t.Helper()
