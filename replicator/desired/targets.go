@@ -43,17 +43,26 @@ func (s TargetSpec) IsEmpty() bool {
 // Matches reports whether the spec itself selects ns, before the controller's policy
 // (excluded, ignored and terminating namespaces, the source's own namespace) is applied.
 func (s TargetSpec) Matches(ns Namespace) bool {
+	return s.match(ns).rule.selects()
+}
+
+// match finds the part of the spec that decides about ns: an exclusion first, then an
+// include entry, then the selector.
+func (s TargetSpec) match(ns Namespace) decision {
 	for _, pattern := range s.exclude {
 		if globMatch(pattern, ns.Name) {
-			return false
+			return decision{excludedByEntry, pattern}
 		}
 	}
 	for _, pattern := range s.include {
 		if globMatch(pattern, ns.Name) {
-			return true
+			return decision{includedByEntry, pattern}
 		}
 	}
-	return s.selector != nil && s.selector.Matches(labels.Set(ns.Labels))
+	if s.selector != nil && s.selector.Matches(labels.Set(ns.Labels)) {
+		return decision{includedBySelector, s.selector.String()}
+	}
+	return decision{notNamed, ""}
 }
 
 // Policy is the controller's own limit on where replicas may go and where sources may
@@ -67,10 +76,23 @@ type Policy struct {
 
 // AllowsTarget reports whether a replica may be written into ns at all.
 func (p Policy) AllowsTarget(ns Namespace) bool {
-	if ns.Terminating || ns.Labels[v1alpha1.IgnoreNamespaceLabel] == v1alpha1.IgnoreNamespaceLabelValue {
-		return false
+	return p.refusal(ns).rule == notRefused
+}
+
+// refusal finds why the policy keeps replicas out of ns, if it does.
+func (p Policy) refusal(ns Namespace) decision {
+	switch {
+	case ns.Terminating:
+		return decision{terminating, ""}
+	case ns.Labels[v1alpha1.IgnoreNamespaceLabel] == v1alpha1.IgnoreNamespaceLabelValue:
+		return decision{ignored, ""}
 	}
-	return !matchesAny(p.ExcludeNamespaces, ns.Name)
+	for _, pattern := range p.ExcludeNamespaces {
+		if globMatch(pattern, ns.Name) {
+			return decision{excludedByController, pattern}
+		}
+	}
+	return decision{notRefused, ""}
 }
 
 // CheckSourceNamespace says why an object in namespace may not be a source, or nil.
@@ -92,7 +114,7 @@ func (p Policy) AllowsSource(namespace string) bool {
 func TargetNamespaces(spec TargetSpec, sourceNamespace string, namespaces []Namespace, policy Policy) []string {
 	var targets []string
 	for _, ns := range namespaces {
-		if ns.Name != sourceNamespace && spec.Matches(ns) && policy.AllowsTarget(ns) {
+		if decide(spec, sourceNamespace, ns, policy).rule.selects() {
 			targets = append(targets, ns.Name)
 		}
 	}

@@ -1,0 +1,92 @@
+package desired
+
+import "fmt"
+
+// rule is the part of the targets or of the controller's policy that decides whether a
+// namespace holds a replica of a source.
+type rule int
+
+const (
+	notNamed rule = iota
+	includedByEntry
+	includedBySelector
+	excludedByEntry
+	ownNamespace
+	terminating
+	ignored
+	excludedByController
+	notRefused
+)
+
+// selects reports whether the rule puts a replica in the namespace.
+func (r rule) selects() bool { return r == includedByEntry || r == includedBySelector }
+
+// decision is a rule and the pattern or selector it applied.
+type decision struct {
+	rule    rule
+	pattern string
+}
+
+// decide is the one decision about one namespace that TargetNamespaces makes for every
+// namespace and ExplainTarget puts into words: the source's own namespace never, then
+// what the targets say, then what the controller's policy allows.
+func decide(spec TargetSpec, sourceNamespace string, ns Namespace, policy Policy) decision {
+	if ns.Name == sourceNamespace {
+		return decision{ownNamespace, ""}
+	}
+	d := spec.match(ns)
+	if !d.rule.selects() {
+		return d
+	}
+	if refused := policy.refusal(ns); refused.rule != notRefused {
+		return refused
+	}
+	return d
+}
+
+// Verdict says whether a namespace must hold a replica of a source, and which rule
+// decided, in words for a person.
+type Verdict struct {
+	Wanted bool
+	Rule   string
+}
+
+// ExplainTarget is TargetNamespaces' decision about one namespace, with its reason.
+func ExplainTarget(spec TargetSpec, sourceNamespace string, ns Namespace, policy Policy) Verdict {
+	d := decide(spec, sourceNamespace, ns, policy)
+	return Verdict{Wanted: d.rule.selects(), Rule: d.describe()}
+}
+
+func (d decision) describe() string {
+	switch d.rule {
+	case includedByEntry:
+		if isLiteral(d.pattern) {
+			return fmt.Sprintf("listed by name (%s)", d.pattern)
+		}
+		return fmt.Sprintf("matched by the glob %q", d.pattern)
+	case includedBySelector:
+		return fmt.Sprintf("selected by the namespace selector %q", d.pattern)
+	case excludedByEntry:
+		return fmt.Sprintf("excluded by the entry %q", "!"+d.pattern)
+	case ownNamespace:
+		return "the source's own namespace: a source is never copied onto itself"
+	case terminating:
+		return "the namespace is terminating"
+	case ignored:
+		return "the namespace is labelled cmsync.io/ignore=true"
+	case excludedByController:
+		return fmt.Sprintf("excluded by the controller's --exclude-namespaces (%q)", d.pattern)
+	default:
+		return "not named by the targets (no entry, glob or selector matches it)"
+	}
+}
+
+// isLiteral reports whether a validated namespace glob is a plain name.
+func isLiteral(pattern string) bool {
+	for _, r := range pattern {
+		if r == '*' || r == '?' || r == '[' {
+			return false
+		}
+	}
+	return true
+}
