@@ -37,6 +37,9 @@ type replicaCounts struct {
 	notSynced                         map[string]int
 }
 
+// kindLabel names the kind of the sources and replicas a series counts.
+const kindLabel = "kind"
+
 // notSyncedReasons are the values of cmsync_sources_not_synced's reason label.
 var notSyncedReasons = []string{v1alpha1.ReasonConflict, v1alpha1.ReasonFailed, v1alpha1.ReasonInvalid, v1alpha1.ReasonSourceNotFound}
 
@@ -49,16 +52,16 @@ func newMetrics(reg prometheus.Registerer, kinds ...string) *sourceMetrics {
 			Name: "cmsync_replicas",
 			Help: "Target namespaces of all sources of a kind by replica state: synced, conflict (an object cmsync does not own is in the way) " +
 				"or failed (the last write failed).",
-		}, []string{"kind", "state"}),
+		}, []string{kindLabel, "state"}),
 		sources: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cmsync_sources",
 			Help: "Sources cmsync currently replicates, by kind: labelled objects (including those whose annotations are invalid) and ConfigMapSyncs.",
-		}, []string{"kind"}),
+		}, []string{kindLabel}),
 		notSynced: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cmsync_sources_not_synced",
 			Help: "Sources whose last pass did not leave every target in sync, by kind and reason: Conflict or Failed (Degraded), " +
 				"Invalid (nothing was changed), SourceNotFound (a ConfigMapSync's source is missing).",
-		}, []string{"kind", "reason"}),
+		}, []string{kindLabel, "reason"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "cmsync_sync_duration_seconds",
 			Help:    "Duration of one reconcile pass over a source and all its target namespaces.",
