@@ -28,7 +28,7 @@ func TestExplainTarget(t *testing.T) {
 		// What the targets do not name is said first, whatever the policy would say.
 		{Namespace{Name: "kube-system"}, false, "not named by the targets (no entry, glob or selector matches it)"},
 	}
-	var all []Namespace
+	all := make([]Namespace, 0, len(tests)+1)
 	for _, tt := range tests {
 		all = append(all, tt.ns)
 	}
