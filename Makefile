@@ -13,8 +13,9 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the cmsync binary into bin/.
+build: ## Build the cmsync binary and the kubectl plugin (kubectl-cmsync) into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/cmsync .
+	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-cmsync ./cmd/kubectl-cmsync
 
 .PHONY: run
 run: build ## Run cmsync against the current kubeconfig, or against a local control plane when no cluster is reachable.
@@ -56,6 +57,7 @@ helm-lint: ## helm lint and helm template of the chart, with a pinned helm built
 	$(HELM) lint --strict $(CHART)
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system >/dev/null
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set metrics.serviceMonitor.enabled=true --set replicaCount=2 >/dev/null
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set metrics.prometheusRule.enabled=true | grep -q 'alert: CmsyncAbsent'
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true >/dev/null
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true \
 	  --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy | grep -q 'name: cmsync-protect-replicas'
@@ -72,8 +74,15 @@ GOLANGCI_LINT = $(shell hack/tool.sh golangci-lint)
 lint: ## golangci-lint with the repository's .golangci.yml (kubebuilder's linters), pinned and built from the Go module proxy.
 	$(GOLANGCI_LINT) run ./...
 
+PROMTOOL = $(shell hack/tool.sh promtool)
+
+.PHONY: test-alerts
+test-alerts: ## promtool: check the alert rules and run their unit tests (test/alerts), with a pinned promtool built from the Go module proxy.
+	$(PROMTOOL) check rules $(CHART)/files/alerts.yaml
+	$(PROMTOOL) test rules test/alerts/alerts_test.yaml
+
 .PHONY: test
-test: vet lint verify helm-lint test-unit fuzz-short test-integration e2e test-node-e2e ## Run every test: lint, generated files, chart, unit, a short fuzz, integration, end-to-end, and the chart's Pod on a real node.
+test: vet lint verify helm-lint test-alerts test-unit fuzz-short test-integration e2e test-node-e2e ## Run every test: lint, generated files, chart, alert rules, unit, a short fuzz, integration, end-to-end, and the chart's Pod on a real node.
 
 FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzTemplate FuzzParseKeys FuzzParseTargetName
 FUZZTIME ?= 2m
@@ -102,8 +111,8 @@ test-integration: ## The reconciler against a real kube-apiserver and etcd (envt
 
 .PHONY: e2e
 e2e: build ## The cmsync binary as a process against kube-apiserver, etcd and kube-controller-manager, installed with helm, running as the chart's ServiceAccount.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" HELM="$(HELM)" \
-	  go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" CMSYNC_PLUGIN="$(abspath $(BIN)/kubectl-cmsync)" \
+	  HELM="$(HELM)" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
 
 KIND_CLUSTER ?= cmsync-e2e
 KIND_IMG_REPO ?= ghcr.io/cmsync/cmsync

@@ -74,4 +74,5 @@ if [ "$mode" = up ]; then
   exit 0
 fi
 
-CMSYNC_E2E_EXISTING_CLUSTER=1 HELM="$HELM" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
+CGO_ENABLED=0 go build -trimpath -o .cache/kubectl-cmsync ./cmd/kubectl-cmsync
+CMSYNC_E2E_EXISTING_CLUSTER=1 CMSYNC_PLUGIN="$PWD/.cache/kubectl-cmsync" HELM="$HELM" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v

@@ -81,6 +81,7 @@ func TestReplicasAreProtected(t *testing.T) {
 	startController(t)
 	ctx := context.Background()
 	src, team := newNamespace(t, "platform", nil), newNamespace(t, "guarded", nil)
+	deleteSourcesAtEnd(t, []string{src})
 	source := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "ca-bundle", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: team}},
@@ -136,6 +137,7 @@ func TestSecretReplicasAreProtected(t *testing.T) {
 	startController(t, "--secrets=enabled")
 	ctx := context.Background()
 	src, team := newNamespace(t, "vault", nil), newNamespace(t, "guarded", nil)
+	deleteSourcesAtEnd(t, []string{src})
 	must(t, k8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "db", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: team}},
@@ -170,6 +172,7 @@ func TestProtectionLetsKubernetesClean(t *testing.T) {
 	cms := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "guarded-" + randomSuffix()},
 		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", DestinationNamespace: goes}}
 	must(t, k8s.Create(ctx, cms))
+	deleteSourcesAtEnd(t, []string{src}, cms.Name)
 	waitForReplicas(t, src, "app", 30*time.Second, goes)
 	waitForReplicas(t, src, "ca", 30*time.Second, goes)
 	expectRefused(
@@ -231,6 +234,7 @@ func TestMalformedSourceAnnotationsWarn(t *testing.T) {
 	user, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
 	must(t, err)
 	src := newNamespace(t, "platform", nil)
+	deleteSourcesAtEnd(t, []string{src})
 
 	source := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},

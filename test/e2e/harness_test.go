@@ -420,6 +420,22 @@ func tail(path string, n int) string {
 
 func ptr[T any](v T) *T { return &v }
 
+// deleteSourcesAtEnd deletes, when the test ends, every source in the given namespaces
+// and the named ConfigMapSyncs, so that later scenarios count only their own sources.
+func deleteSourcesAtEnd(t *testing.T, namespaces []string, syncs ...string) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		labelled := client.MatchingLabels{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}
+		for _, ns := range namespaces {
+			_ = k8s.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns), labelled)
+			_ = k8s.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(ns), labelled)
+		}
+		for _, name := range syncs {
+			_ = k8s.Delete(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	})
+}
+
 func newNamespace(t *testing.T, prefix string, labels map[string]string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + randomSuffix(), Labels: labels}}

@@ -68,6 +68,7 @@ func TestShapedCopies(t *testing.T) {
 	c := startController(t)
 	ctx := context.Background()
 	platform, a, b := newNamespace(t, "platform", nil), newNamespace(t, "shape", nil), newNamespace(t, "shape", nil)
+	deleteSourcesAtEnd(t, []string{platform})
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "ca-bundle"}, Data: map[string]string{"ca.crt": "the team's own"}}
 	must(t, k8s.Create(ctx, theirs))
 
@@ -117,6 +118,7 @@ func TestInvalidTargetName(t *testing.T) {
 	startController(t)
 	ctx := context.Background()
 	platform, a := newNamespace(t, "platform", nil), newNamespace(t, "shape", nil)
+	deleteSourcesAtEnd(t, []string{platform})
 	src := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: a}},
@@ -146,6 +148,7 @@ func TestSecretCopiedAsItsCA(t *testing.T) {
 	startController(t, "--secrets=enabled")
 	ctx := context.Background()
 	platform, a := newNamespace(t, "platform", nil), newNamespace(t, "shape", nil)
+	deleteSourcesAtEnd(t, []string{platform})
 	key := "KEY-" + randomSuffix()
 	must(t, k8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -198,6 +201,7 @@ func TestConfigMapSyncShapedRoundTrip(t *testing.T) {
 	waitForShapedReplicas(t, src+"/settings", "app-settings", 30*time.Second)
 
 	second := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "shape-gc-" + randomSuffix()}, Spec: spec}
+	deleteSourcesAtEnd(t, nil, second.Name)
 	must(t, k8s.Create(ctx, second))
 	waitForData(t, "app-settings", map[string]string{"log-level": "debug"}, a)
 	eventually(t, 10*time.Second, "finalizer set", func() error {

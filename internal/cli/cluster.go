@@ -1,0 +1,177 @@
+// Package cli is kubectl-cmsync, the kubectl plugin for the people who operate cmsync:
+// status lists every source and how it is doing, explain says why a namespace has or
+// lacks a replica, and preview shows what a change of a source would do before it is
+// made. It reads the cluster and never writes to it; every decision comes from
+// replicator/desired, the controller's own pure functions.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
+)
+
+// The kinds of source the plugin knows, as the controller names them.
+var (
+	configMapKind = desired.ConfigMapKind{}.Name()
+	secretKind    = desired.SecretKind{}.Name()
+)
+
+// cluster reads what the plugin needs, as metadata wherever that suffices: a Secret's
+// values are never read.
+type cluster struct {
+	client client.Client
+}
+
+func metadataList(kind string) *metav1.PartialObjectMetadataList {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: kind + "List"})
+	return list
+}
+
+func metadataOf(kind string) *metav1.PartialObjectMetadata {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: kind})
+	return obj
+}
+
+// namespaces lists every namespace as target resolution sees it.
+func (c cluster) namespaces(ctx context.Context) ([]desired.Namespace, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := c.client.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	out := make([]desired.Namespace, 0, len(list.Items))
+	for _, ns := range list.Items {
+		out = append(out, desired.Namespace{Name: ns.Name, Labels: ns.Labels, Terminating: ns.DeletionTimestamp != nil})
+	}
+	return out, nil
+}
+
+// labelledSources lists the labelled sources of kind (in namespace, or all when empty).
+func (c cluster) labelledSources(ctx context.Context, kind, namespace string) ([]metav1.PartialObjectMetadata, error) {
+	list := metadataList(kind)
+	opts := []client.ListOption{client.MatchingLabels{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}}
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	if err := c.client.List(ctx, list, opts...); err != nil {
+		return nil, fmt.Errorf("listing %s sources: %w", kind, err)
+	}
+	return list.Items, nil
+}
+
+// replicasOf lists the objects of kind that owner's markers name as its replicas.
+func (c cluster) replicasOf(ctx context.Context, kind string, owner desired.Owner) ([]metav1.PartialObjectMetadata, error) {
+	list := metadataList(kind)
+	if err := c.client.List(ctx, list, client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
+		return nil, fmt.Errorf("listing %s replicas: %w", kind, err)
+	}
+	var out []metav1.PartialObjectMetadata
+	for i := range list.Items {
+		if owner.Owns(&list.Items[i]) {
+			out = append(out, list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// objectNamed reads the metadata of the object of kind namespace/name, if there is one.
+func (c cluster) objectNamed(ctx context.Context, kind, namespace, name string) (*metav1.PartialObjectMetadata, error) {
+	obj := metadataOf(kind)
+	err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)
+	if client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("reading %s %s/%s: %w", kind, namespace, name, err)
+	}
+	if err != nil {
+		return nil, nil
+	}
+	return obj, nil
+}
+
+// syncs lists the ConfigMapSyncs; none when the CRD is not installed.
+func (c cluster) syncs(ctx context.Context) ([]v1alpha1.ConfigMapSync, error) {
+	var list v1alpha1.ConfigMapSyncList
+	err := c.client.List(ctx, &list)
+	if meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing ConfigMapSyncs: %w", err)
+	}
+	return list.Items, nil
+}
+
+// controllerPolicy is the policy of the cmsync controller running in the cluster, read
+// from the arguments of its Deployment (the chart's label app.kubernetes.io/name=cmsync):
+// the plugin must decide as the controller does, and the controller's flags are where
+// its policy is set. Without such a Deployment it is the binary's defaults, and where
+// says so.
+func (c cluster) controllerPolicy(ctx context.Context) (policy desired.Policy, where string, err error) {
+	args := map[string]string{"exclude-namespaces": "kube-system,kube-public,kube-node-lease", "source-namespaces": "*"}
+	where = "no cmsync Deployment found (label app.kubernetes.io/name=cmsync): the controller's default flags"
+	var deployments appsv1.DeploymentList
+	if err := c.client.List(ctx, &deployments, client.MatchingLabels{"app.kubernetes.io/name": "cmsync"}); err != nil {
+		return desired.Policy{}, "", fmt.Errorf("finding the cmsync Deployment: %w", err)
+	}
+	for _, d := range deployments.Items {
+		for _, container := range d.Spec.Template.Spec.Containers {
+			if container.Name != "cmsync" {
+				continue
+			}
+			readFlags(container.Args, args)
+			where = fmt.Sprintf("the flags of Deployment %s/%s", d.Namespace, d.Name)
+		}
+	}
+	policy, err = policyFrom(args["exclude-namespaces"], args["source-namespaces"])
+	return policy, where, err
+}
+
+// readFlags takes the values of the flags named in into from args ("--name=value" or
+// "--name value").
+func readFlags(args []string, into map[string]string) {
+	for i, arg := range args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if _, wanted := into[name]; !wanted || !strings.HasPrefix(arg, "-") {
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			value = args[i+1]
+		}
+		into[name] = value
+	}
+}
+
+func policyFrom(exclude, sources string) (desired.Policy, error) {
+	excluded, err := desired.ParseGlobList(exclude)
+	if err != nil {
+		return desired.Policy{}, fmt.Errorf("--exclude-namespaces: %w", err)
+	}
+	allowed, err := desired.ParseGlobList(sources)
+	if err != nil {
+		return desired.Policy{}, fmt.Errorf("--source-namespaces: %w", err)
+	}
+	return desired.Policy{ExcludeNamespaces: excluded, SourceNamespaces: allowed}, nil
+}
+
+// sortedKeys returns the keys of a set, sorted.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

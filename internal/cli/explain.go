@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
+)
+
+// ExplainRow says, for one namespace, whether it must hold a replica of the source, the
+// rule that decided, and what is there now.
+type ExplainRow struct {
+	Namespace string `json:"namespace"`
+	Replica   string `json:"replica"`
+	Wanted    bool   `json:"wanted"`
+	Rule      string `json:"rule"`
+	// Now is what the namespace holds under the replica's name: "replica" (cmsync's, for
+	// this source), "missing", "conflict: <who holds it>", or "stale replica" (cmsync's,
+	// no longer wanted: cmsync deletes it).
+	Now string `json:"now"`
+}
+
+// Explanation is `kubectl cmsync explain`'s answer.
+type Explanation struct {
+	Source string `json:"source"`
+	// Invalid is why the controller does not act on the source; it then changes nothing.
+	Invalid string `json:"invalid,omitempty"`
+	// Policy says where the controller's policy was read.
+	Policy string       `json:"policy"`
+	Rows   []ExplainRow `json:"namespaces,omitempty"`
+}
+
+// explain answers for the source kind/ref in the namespace in (every namespace when
+// empty).
+func explain(ctx context.Context, c cluster, kind, ref, in string, policy desired.Policy) (Explanation, error) {
+	src, err := readSource(ctx, c, kind, ref, policy)
+	if err != nil {
+		return Explanation{}, err
+	}
+	out := Explanation{Source: src.describe}
+	if src.invalid != nil {
+		out.Invalid = src.invalid.Error()
+		return out, nil
+	}
+	namespaces, err := c.namespaces(ctx)
+	if err != nil {
+		return Explanation{}, err
+	}
+	found := false
+	for _, ns := range namespaces {
+		if in != "" && ns.Name != in {
+			continue
+		}
+		found = true
+		verdict := desired.ExplainTarget(src.targets, src.namespace, ns, policy)
+		row := ExplainRow{Namespace: ns.Name, Replica: src.replicaName, Wanted: verdict.Wanted, Rule: verdict.Rule}
+		if row.Now, err = whatIsThere(ctx, c, src, ns.Name, verdict.Wanted); err != nil {
+			return Explanation{}, err
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	if !found {
+		return Explanation{}, fmt.Errorf("namespace %q not found", in)
+	}
+	return out, nil
+}
+
+// whatIsThere describes the object that has the replica's name in namespace.
+func whatIsThere(ctx context.Context, c cluster, src source, namespace string, wanted bool) (string, error) {
+	obj, err := c.objectNamed(ctx, src.kind, namespace, src.replicaName)
+	switch {
+	case err != nil:
+		return "", err
+	case obj == nil && wanted:
+		return "missing (cmsync has not written it yet: see the source's status)", nil
+	case obj == nil:
+		return "none", nil
+	case src.owner.Owns(obj) && wanted:
+		return "replica", nil
+	case src.owner.Owns(obj):
+		return "stale replica (cmsync deletes it)", nil
+	case wanted:
+		return "conflict: " + desired.DescribeHolder(src.kind, obj), nil
+	}
+	return "another object of that name (not this source's)", nil
+}
+
+// readSource reads the source kind/ref from the cluster.
+func readSource(ctx context.Context, c cluster, kind, ref string, policy desired.Policy) (source, error) {
+	key, err := parseSourceRef(kind, ref)
+	if err != nil {
+		return source{}, err
+	}
+	if kind == v1alpha1.ConfigMapSyncKind {
+		var sync v1alpha1.ConfigMapSync
+		if err := c.client.Get(ctx, client.ObjectKey{Name: key.Name}, &sync); err != nil {
+			return source{}, fmt.Errorf("reading ConfigMapSync %s: %w", key.Name, err)
+		}
+		return syncSource(&sync, policy), nil
+	}
+	obj, err := c.objectNamed(ctx, kind, key.Namespace, key.Name)
+	if err != nil {
+		return source{}, err
+	}
+	if obj == nil {
+		return source{}, fmt.Errorf("%s %s not found", kind, key)
+	}
+	return annotatedSource(kind, obj, policy), nil
+}

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
+)
+
+// Change is one replica a change of a source would create, delete or be refused.
+type Change struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Why: the rule that wants the replica, the reason it goes, or who holds the name.
+	Why string `json:"why"`
+}
+
+// Preview is what a change of a source would do, as the controller would decide it.
+type Preview struct {
+	Source string `json:"source"`
+	// Invalid is why the controller would refuse the changed source: it would then
+	// change nothing, and say so in the source's status.
+	Invalid string `json:"invalid,omitempty"`
+	Policy  string `json:"policy"`
+	// Gain are the replicas that would be created, Lose those that would be deleted,
+	// Conflicts the targets where an object cmsync does not own for this source holds
+	// the name (reported, never overwritten). Kept counts the replicas that stay.
+	Gain      []Change `json:"gain"`
+	Lose      []Change `json:"lose"`
+	Conflicts []Change `json:"conflicts"`
+	Kept      int      `json:"kept"`
+}
+
+// previewOf computes what the changed source would do, given its replicas now.
+func previewOf(ctx context.Context, c cluster, changed source, policy desired.Policy) (Preview, error) {
+	out := Preview{Source: changed.describe, Gain: []Change{}, Lose: []Change{}, Conflicts: []Change{}}
+	if changed.invalid != nil {
+		out.Invalid = changed.invalid.Error()
+		return out, nil
+	}
+	existing, err := c.replicasOf(ctx, changed.kind, changed.owner)
+	if err != nil {
+		return Preview{}, err
+	}
+	current := map[string]bool{}
+	for _, r := range existing {
+		current[r.Namespace+"/"+r.Name] = true
+	}
+	namespaces, err := c.namespaces(ctx)
+	if err != nil {
+		return Preview{}, err
+	}
+	byName := map[string]desired.Namespace{}
+	for _, ns := range namespaces {
+		byName[ns.Name] = ns
+	}
+	wanted := map[string]bool{}
+	for _, ns := range desired.TargetNamespaces(changed.targets, changed.namespace, namespaces, policy) {
+		key := ns + "/" + changed.replicaName
+		wanted[key] = true
+		obj, err := c.objectNamed(ctx, changed.kind, ns, changed.replicaName)
+		if err != nil {
+			return Preview{}, err
+		}
+		rule := desired.ExplainTarget(changed.targets, changed.namespace, byName[ns], policy).Rule
+		switch {
+		case obj != nil && !changed.owner.Owns(obj):
+			out.Conflicts = append(out.Conflicts, Change{ns, changed.replicaName, desired.DescribeHolder(changed.kind, obj)})
+		case current[key]:
+			out.Kept++
+		default:
+			out.Gain = append(out.Gain, Change{ns, changed.replicaName, rule})
+		}
+	}
+	for _, key := range sortedKeys(current) {
+		if wanted[key] {
+			continue
+		}
+		ns, name, _ := strings.Cut(key, "/")
+		why := "renamed to " + changed.replicaName
+		if namespace, ok := byName[ns]; !ok {
+			why = "the namespace is gone"
+		} else if verdict := desired.ExplainTarget(changed.targets, changed.namespace, namespace, policy); !verdict.Wanted {
+			why = verdict.Rule
+		}
+		out.Lose = append(out.Lose, Change{ns, name, why})
+	}
+	return out, nil
+}
+
+// changedFromFile reads the changed source from a manifest: a ConfigMap or Secret of
+// the annotation form, or a ConfigMapSync. Only metadata is read from a ConfigMap or
+// Secret: what a change does depends on its labels and annotations alone.
+func changedFromFile(ctx context.Context, c cluster, path string, policy desired.Policy) (source, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return source{}, err
+	}
+	var typed metav1.TypeMeta
+	if err := yaml.Unmarshal(raw, &typed); err != nil {
+		return source{}, fmt.Errorf("%s: %w", path, err)
+	}
+	switch typed.Kind {
+	case configMapKind, secretKind:
+		var obj metav1.PartialObjectMetadata
+		if err := yaml.Unmarshal(raw, &obj); err != nil {
+			return source{}, fmt.Errorf("%s: %w", path, err)
+		}
+		if obj.Namespace == "" {
+			return source{}, fmt.Errorf("%s: set metadata.namespace: where the source lives decides its targets", path)
+		}
+		return annotatedSource(typed.Kind, &obj, policy), nil
+	case v1alpha1.ConfigMapSyncKind:
+		var sync v1alpha1.ConfigMapSync
+		if err := yaml.UnmarshalStrict(raw, &sync); err != nil {
+			return source{}, fmt.Errorf("%s: %w", path, err)
+		}
+		// An existing ConfigMapSync's replicas are found by its UID.
+		var existing v1alpha1.ConfigMapSync
+		if err := c.client.Get(ctx, client.ObjectKey{Name: sync.Name}, &existing); client.IgnoreNotFound(err) != nil {
+			return source{}, err
+		}
+		sync.UID = existing.UID
+		return syncSource(&sync, policy), nil
+	}
+	return source{}, fmt.Errorf("%s: kind %q is not a source: give a ConfigMap, a Secret or a ConfigMapSync", path, typed.Kind)
+}
+
+// changedAnnotations reads an existing ConfigMap or Secret source and applies
+// "key=value" (set) and "key-" (remove) to its annotations, as kubectl annotate would.
+func changedAnnotations(ctx context.Context, c cluster, kind, ref string, changes []string, policy desired.Policy) (source, error) {
+	key, err := parseSourceRef(kind, ref)
+	if err != nil {
+		return source{}, err
+	}
+	if kind == v1alpha1.ConfigMapSyncKind {
+		return source{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a ConfigMapSync with -f")
+	}
+	obj, err := c.objectNamed(ctx, kind, key.Namespace, key.Name)
+	if err != nil {
+		return source{}, err
+	}
+	if obj == nil {
+		return source{}, fmt.Errorf("%s %s not found (preview a new source with -f)", kind, key)
+	}
+	annotations := map[string]string{}
+	for k, v := range obj.Annotations {
+		annotations[k] = v
+	}
+	for _, change := range changes {
+		if name, ok := strings.CutSuffix(change, "-"); ok && !strings.Contains(change, "=") {
+			delete(annotations, name)
+			continue
+		}
+		name, value, ok := strings.Cut(change, "=")
+		if !ok || name == "" {
+			return source{}, fmt.Errorf("--set-annotation %q: give KEY=VALUE, or KEY- to remove it", change)
+		}
+		annotations[name] = value
+	}
+	obj.Annotations = annotations
+	return annotatedSource(kind, obj, policy), nil
+}

@@ -1,0 +1,267 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/internal/cli"
+)
+
+// plugin runs kubectl-cmsync as the administrator and returns its standard output.
+func plugin(t *testing.T, args ...string) string {
+	t.Helper()
+	bin := os.Getenv("CMSYNC_PLUGIN")
+	if bin == "" {
+		t.Fatal("CMSYNC_PLUGIN is not set: run make e2e")
+	}
+	cmd := exec.Command(bin, append(args, "--kubeconfig", adminKubeconfig)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl-cmsync %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// pluginJSON runs kubectl-cmsync with -o json and decodes its answer into v.
+func pluginJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out := plugin(t, append(args, "-o", "json")...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("kubectl-cmsync %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// pluginWorld is one source and a namespace for every rule that can decide about it.
+type pluginWorld struct {
+	suffix, platform                 string
+	named, globbed, legacy, selected string
+	ignored, taken, leaving, outside string
+	source                           *corev1.ConfigMap
+}
+
+// kubectl cmsync against the cluster's truth: explain names the rule behind every
+// kind of namespace and what each holds; status reports what the sources say; preview
+// predicts exactly the replicas that appear, and the ones that go, once a change is
+// applied, for a changed annotation and for a new source from a file.
+func TestKubectlPlugin(t *testing.T) {
+	startController(t)
+	w := newPluginWorld(t)
+	checkExplain(t, w)
+	checkStatus(t, w)
+	checkPreview(t, w)
+}
+
+func newPluginWorld(t *testing.T) pluginWorld {
+	t.Helper()
+	ctx := context.Background()
+	s := randomSuffix()
+	w := pluginWorld{
+		suffix: s, platform: newNamespace(t, "platform", nil),
+		named: "named-" + s, globbed: "grp-" + s + "-a", legacy: "grp-" + s + "-legacy", selected: "sel-" + s,
+		ignored: "ign-" + s, taken: "taken-" + s, leaving: "leaving-" + s, outside: "outside-" + s,
+	}
+	deleteSourcesAtEnd(t, []string{w.platform}, "plugin-"+s)
+	for _, ns := range []string{w.named, w.globbed, w.legacy, w.taken, w.leaving, w.outside} {
+		must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.selected, Labels: map[string]string{"plugin-test": s}}}))
+	must(
+		t,
+		k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ignored, Labels: map[string]string{v1alpha1.IgnoreNamespaceLabel: "true"}}}),
+	)
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.taken, Name: "app"}, Data: map[string]string{"theirs": "1"}}))
+	// A namespace held in Terminating by a finalizer of someone else's.
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.leaving, Name: "held", Finalizers: []string{"example.com/hold"}}}))
+	t.Cleanup(func() {
+		_ = k8s.Patch(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.leaving, Name: "held"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	targets := strings.Join([]string{w.named, "grp-" + s + "-*", "!" + w.legacy, "kube-public", w.ignored, w.taken, w.leaving}, ",")
+	w.source = &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.platform, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: targets, v1alpha1.TargetSelectorAnnotation: "plugin-test=" + s}},
+		Data: map[string]string{"k": "v"},
+	}
+	must(t, k8s.Create(ctx, w.source))
+	waitForReplicas(t, w.platform, "app", 30*time.Second, w.named, w.globbed, w.selected, w.leaving)
+	must(t, k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.leaving}}))
+	waitForReplicas(t, w.platform, "app", 30*time.Second, w.named, w.globbed, w.selected)
+	waitForAnnotation(t, w.platform, "app", v1alpha1.SyncedAnnotation, "3/4")
+	return w
+}
+
+// checkExplain: every kind of namespace, its rule and what it holds, against the cluster.
+func checkExplain(t *testing.T, w pluginWorld) {
+	t.Helper()
+	var e cli.Explanation
+	pluginJSON(t, &e, "explain", w.platform+"/app", "--all")
+	if !strings.Contains(e.Policy, "Deployment cmsync-system/cmsync") {
+		t.Errorf("policy read from %q, want the chart's Deployment", e.Policy)
+	}
+	const none, nothing = "none", "not named by the targets (no entry, glob or selector matches it)"
+	want := map[string][3]string{ // namespace: wanted, rule, now
+		w.named:       {"yes", "listed by name (" + w.named + ")", "replica"},
+		w.globbed:     {"yes", `matched by the glob "grp-` + w.suffix + `-*"`, "replica"},
+		w.selected:    {"yes", `selected by the namespace selector "plugin-test=` + w.suffix + `"`, "replica"},
+		w.legacy:      {"no", `excluded by the entry "!` + w.legacy + `"`, none},
+		w.platform:    {"no", "the source's own namespace: a source is never copied onto itself", "another object of that name (not this source's)"},
+		"kube-public": {"no", `excluded by the controller's --exclude-namespaces ("kube-public")`, none},
+		w.ignored:     {"no", "the namespace is labelled cmsync.io/ignore=true", none},
+		w.leaving:     {"no", "the namespace is terminating", none},
+		w.taken:       {"yes", "listed by name (" + w.taken + ")", "conflict: a ConfigMap not managed by cmsync exists"},
+		w.outside:     {"no", nothing, none},
+	}
+	seen := 0
+	wantedHere := []string{}
+	for _, r := range e.Rows {
+		if r.Wanted && r.Now == "replica" {
+			wantedHere = append(wantedHere, r.Namespace)
+		}
+		if expected, ok := want[r.Namespace]; ok {
+			seen++
+			if got := [3]string{yesNo(r.Wanted), r.Rule, r.Now}; got != expected {
+				t.Errorf("explain %s: %q, want %q", r.Namespace, got, expected)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("explain covered %d of the %d namespaces", seen, len(want))
+	}
+	if got := replicasOf(t, w.platform, "app"); !sameSet(got, wantedHere) {
+		t.Errorf("explain says replicas in %v, the cluster has them in %v", wantedHere, got)
+	}
+	out := plugin(t, "explain", w.platform+"/app", "--in", w.taken)
+	t.Logf("kubectl cmsync explain %s/app --in %s:\n%s", w.platform, w.taken, out)
+	if !strings.Contains(out, "conflict: a ConfigMap not managed by cmsync exists") {
+		t.Errorf("explain --in %s:\n%s", w.taken, out)
+	}
+}
+
+// checkStatus: the source as its annotations say, and a ConfigMapSync.
+func checkStatus(t *testing.T, w pluginWorld) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.platform, Name: "ca"}, Data: map[string]string{"k": "v"}}))
+	cms := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "plugin-" + w.suffix},
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: w.platform, ConfigMapName: "ca", DestinationNamespace: w.named}}
+	must(t, k8s.Create(ctx, cms))
+	waitForReplicas(t, w.platform, "ca", 30*time.Second, w.named)
+	eventually(t, 30*time.Second, "status lists both forms", func() error {
+		var rows []cli.StatusRow
+		pluginJSON(t, &rows, "status", "-n", w.platform)
+		now, err := getConfigMap(w.platform, "app")
+		if err != nil {
+			return err
+		}
+		found := 0
+		for _, r := range rows {
+			switch {
+			case r.Kind == "ConfigMap" && r.Name == "app":
+				found++
+				a := now.Annotations
+				if r.Status != a[v1alpha1.StatusAnnotation] || r.Synced != a[v1alpha1.SyncedAnnotation] || r.Message != a[v1alpha1.MessageAnnotation] {
+					return fmt.Errorf("status row %+v, annotations %v", r, a)
+				}
+			case r.Kind == "ConfigMapSync" && r.Name == cms.Name:
+				found++
+				if r.Status != "Synced" || r.Synced != "1/1" {
+					return fmt.Errorf("ConfigMapSync row %+v", r)
+				}
+			}
+		}
+		if found != 2 {
+			return fmt.Errorf("%d of 2 sources in %+v", found, rows)
+		}
+		return nil
+	})
+	table := plugin(t, "status", "-n", w.platform)
+	t.Logf("kubectl cmsync status -n %s:\n%s", w.platform, table)
+	if !strings.Contains(table, "KIND") || !strings.Contains(table, w.platform+"/app") {
+		t.Errorf("status table:\n%s", table)
+	}
+}
+
+// checkPreview: a rename and a narrowing previewed then applied, and a new source from
+// a file previewed then created: exactly the predicted replicas appear and go.
+func checkPreview(t *testing.T, w pluginWorld) {
+	t.Helper()
+	ctx := context.Background()
+	change := []string{
+		"preview",
+		w.platform + "/app",
+		"--set-annotation",
+		"cmsync.io/target-name=app-renamed",
+		"--set-annotation",
+		"cmsync.io/target-selector-",
+	}
+	t.Logf("kubectl cmsync %s:\n%s", strings.Join(change, " "), plugin(t, change...))
+	var p cli.Preview
+	pluginJSON(t, &p, change...)
+	gain, lose, conflicts := changeNamespaces(p.Gain), changeNamespaces(p.Lose), changeNamespaces(p.Conflicts)
+	if !sameSet(gain, []string{w.named, w.globbed, w.taken}) || !sameSet(lose, []string{w.named, w.globbed, w.selected}) || len(conflicts) != 0 || p.Kept != 0 {
+		t.Errorf("preview: gain %v, lose %v, conflicts %v, kept %d", gain, lose, conflicts, p.Kept)
+	}
+	must(t, k8s.Patch(ctx, w.source, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"cmsync.io/target-name":"app-renamed","cmsync.io/target-selector":null}}}`))))
+	waitForShapedReplicas(t, w.platform+"/app", "app-renamed", 30*time.Second, gain...)
+	waitForShapedReplicas(t, w.platform+"/app", "app", 30*time.Second)
+
+	targets := "grp-" + w.suffix + "-*," + w.taken + "," + w.ignored
+	manifest := filepath.Join(t.TempDir(), "source.yaml")
+	must(t, os.WriteFile(manifest, []byte(fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: %s
+  labels: {cmsync.io/replicate: "true"}
+  annotations: {cmsync.io/target-namespaces: %q}
+data: {k: v}
+`, w.platform, targets)), 0o600))
+	pluginJSON(t, &p, "preview", "-f", manifest)
+	if !sameSet(changeNamespaces(p.Gain), []string{w.globbed, w.taken, w.legacy}) || len(p.Lose) != 0 || len(p.Conflicts) != 0 {
+		t.Errorf("preview -f: %+v", p)
+	}
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.platform, Name: "settings",
+		Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
+		Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: targets}},
+		Data: map[string]string{"k": "v"}}))
+	waitForReplicas(t, w.platform, "settings", 30*time.Second, changeNamespaces(p.Gain)...)
+
+	// An invalid change is said, not previewed.
+	pluginJSON(t, &p, "preview", w.platform+"/app", "--set-annotation", "cmsync.io/keys=a/b")
+	if !strings.HasPrefix(p.Invalid, `invalid keys "a/b"`) {
+		t.Errorf("preview of an invalid change: %+v", p)
+	}
+}
+
+func changeNamespaces(changes []cli.Change) []string {
+	out := make([]string, 0, len(changes))
+	for _, c := range changes {
+		out = append(out, c.Namespace)
+	}
+	return out
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
