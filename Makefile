@@ -17,6 +17,23 @@ build: ## Build the cmsync binary and the kubectl plugin (kubectl-cmsync) into b
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/cmsync .
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-cmsync ./cmd/kubectl-cmsync
 
+PLUGIN_PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+VERSION ?= v0.0.0-dev
+
+.PHONY: plugin-dist
+plugin-dist: ## Build kubectl-cmsync archives for every platform into bin/dist and render the krew manifest with their checksums (VERSION=vX.Y.Z).
+	rm -rf $(BIN)/dist && mkdir -p $(BIN)/dist
+	cp deploy/krew/cmsync.yaml $(BIN)/dist/cmsync.yaml
+	sed -i 's/VERSION/$(VERSION)/g' $(BIN)/dist/cmsync.yaml
+	for platform in $(PLUGIN_PLATFORMS); do \
+	  os=$${platform%/*}; arch=$${platform#*/}; dir=$(BIN)/dist/$$os-$$arch; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -o $$dir/kubectl-cmsync ./cmd/kubectl-cmsync; \
+	  cp LICENSE $$dir/ 2>/dev/null || true; \
+	  tar -C $$dir --sort=name --mtime=@0 --owner=0 --group=0 -czf $(BIN)/dist/kubectl-cmsync_$${os}_$${arch}.tar.gz .; \
+	  sum=$$(sha256sum $(BIN)/dist/kubectl-cmsync_$${os}_$${arch}.tar.gz | cut -d' ' -f1); \
+	  sed -i "s/SHA256_$${os}_$${arch}/$$sum/" $(BIN)/dist/cmsync.yaml; \
+	done
+
 .PHONY: run
 run: build ## Run cmsync against the current kubeconfig, or against a local control plane when no cluster is reachable.
 	hack/run.sh $(BIN)/cmsync $(ARGS)
@@ -58,6 +75,7 @@ helm-lint: ## helm lint and helm template of the chart, with a pinned helm built
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system >/dev/null
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set metrics.serviceMonitor.enabled=true --set replicaCount=2 >/dev/null
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set metrics.prometheusRule.enabled=true | grep -q 'alert: CmsyncAbsent'
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set metrics.dashboard.enabled=true | grep -q '"uid": "cmsync"'
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true >/dev/null
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true \
 	  --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy | grep -q 'name: cmsync-protect-replicas'
@@ -112,7 +130,7 @@ test-integration: ## The reconciler against a real kube-apiserver and etcd (envt
 .PHONY: e2e
 e2e: build ## The cmsync binary as a process against kube-apiserver, etcd and kube-controller-manager, installed with helm, running as the chart's ServiceAccount.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" CMSYNC_PLUGIN="$(abspath $(BIN)/kubectl-cmsync)" \
-	  HELM="$(HELM)" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
+	  PROMETHEUS="$$(hack/tool.sh prometheus)" HELM="$(HELM)" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
 
 KIND_CLUSTER ?= cmsync-e2e
 KIND_IMG_REPO ?= ghcr.io/cmsync/cmsync
