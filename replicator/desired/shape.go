@@ -3,7 +3,6 @@ package desired
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -154,32 +153,16 @@ func parseKeyEntries(entries []string, name func(i int) string) (KeyFilter, erro
 	return f, nil
 }
 
-// validateKeyGlob checks that pattern is a key of data or binaryData or a glob that can
-// match one: letters, digits, "-", "_" and ".", plus the glob syntax "*", "?" and
-// character classes.
-func validateKeyGlob(pattern string) error {
-	if pattern == "" {
-		return errors.New("empty key")
-	}
-	if len(pattern) > 253 {
-		return errors.New("longer than 253 characters")
-	}
-	for _, r := range pattern {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-		case r == '*', r == '?', r == '[', r == ']', r == '^':
-		default:
-			return fmt.Errorf(
-				"character %q cannot appear in a key or key glob (keys are letters, digits, '-', '_' and '.'; globs add '*', '?' and '[...]')",
-				r,
-			)
-		}
-	}
-	if _, err := path.Match(pattern, ""); err != nil {
-		return fmt.Errorf("malformed glob: %w", err)
-	}
-	return nil
+// keyGlobs are keys of data and binaryData and globs that can match one: letters,
+// digits, "-", "_" and ".", plus the glob syntax.
+var keyGlobs = globAlphabet{
+	empty: "empty key", in: "a key or key glob", rule: "keys are letters, digits, '-', '_' and '.'",
+	allows: func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+	},
 }
+
+func validateKeyGlob(pattern string) error { return keyGlobs.validate(pattern) }
 
 // filterKeys returns the content with only the keys f keeps, in new maps; a map left
 // empty stays nil, as the API server would return it.

@@ -86,16 +86,7 @@ func TestShapeOf(t *testing.T) {
 			if got := shape.NameFor(src.Name); got != wantReplicaName {
 				t.Errorf("replica name %q, want %q", got, wantReplicaName)
 			}
-			for _, k := range tt.keep {
-				if !shape.Keys.Keeps(k) {
-					t.Errorf("key %q left out", k)
-				}
-			}
-			for _, k := range tt.drop {
-				if shape.Keys.Keeps(k) {
-					t.Errorf("key %q kept", k)
-				}
-			}
+			expectKeys(t, shape.Keys, tt.keep, tt.drop)
 		})
 	}
 	t.Run("every problem is named", func(t *testing.T) {
@@ -108,6 +99,21 @@ func TestShapeOf(t *testing.T) {
 			}
 		}
 	})
+}
+
+// expectKeys checks that the filter keeps every key of keep and none of drop.
+func expectKeys(t *testing.T, keys KeyFilter, keep, drop []string) {
+	t.Helper()
+	for _, k := range keep {
+		if !keys.Keeps(k) {
+			t.Errorf("key %q left out", k)
+		}
+	}
+	for _, k := range drop {
+		if keys.Keeps(k) {
+			t.Errorf("key %q kept", k)
+		}
+	}
 }
 
 func TestParseSyncShape(t *testing.T) {
@@ -144,16 +150,7 @@ func TestParseSyncShape(t *testing.T) {
 			if got, want := SyncReplicaName(tt.spec), shape.NameFor(tt.spec.ConfigMapName); got != want {
 				t.Errorf("SyncReplicaName %q, shape says %q", got, want)
 			}
-			for _, k := range tt.keep {
-				if !shape.Keys.Keeps(k) {
-					t.Errorf("key %q left out", k)
-				}
-			}
-			for _, k := range tt.drop {
-				if shape.Keys.Keeps(k) {
-					t.Errorf("key %q kept", k)
-				}
-			}
+			expectKeys(t, shape.Keys, tt.keep, tt.drop)
 		})
 	}
 }

@@ -217,25 +217,34 @@ func ParseGlobList(value string) ([]string, error) {
 	return globs, nil
 }
 
-// validateNamespaceGlob checks that pattern is a namespace name or a glob that can
-// match one: lower-case letters, digits and "-", plus the glob syntax "*", "?" and
-// character classes such as "[a-z]" or "[^0-9]".
-func validateNamespaceGlob(pattern string) error {
+// namespaceGlobs are namespace names and globs that can match one: lower-case letters,
+// digits and "-", plus the glob syntax "*", "?" and character classes such as "[a-z]"
+// or "[^0-9]".
+var namespaceGlobs = globAlphabet{
+	empty: "empty name", in: "a namespace name or glob", rule: "names are lower-case letters, digits and '-'",
+	allows: func(r rune) bool { return r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' },
+}
+
+func validateNamespaceGlob(pattern string) error { return namespaceGlobs.validate(pattern) }
+
+// globAlphabet says what a glob over one kind of name may hold besides the glob syntax,
+// and how its errors word it.
+type globAlphabet struct {
+	empty, in, rule string
+	allows          func(rune) bool
+}
+
+// validate checks that pattern is a name of the alphabet or a glob that can match one.
+func (a globAlphabet) validate(pattern string) error {
 	if pattern == "" {
-		return errors.New("empty name")
+		return errors.New(a.empty)
 	}
 	if len(pattern) > 253 {
 		return errors.New("longer than 253 characters")
 	}
 	for _, r := range pattern {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
-		case r == '*', r == '?', r == '[', r == ']', r == '^':
-		default:
-			return fmt.Errorf(
-				"character %q cannot appear in a namespace name or glob (names are lower-case letters, digits and '-'; globs add '*', '?' and '[...]')",
-				r,
-			)
+		if !a.allows(r) && !strings.ContainsRune("*?[]^", r) {
+			return fmt.Errorf("character %q cannot appear in %s (%s; globs add '*', '?' and '[...]')", r, a.in, a.rule)
 		}
 	}
 	if _, err := path.Match(pattern, ""); err != nil {

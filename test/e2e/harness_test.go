@@ -448,14 +448,22 @@ func getConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
 	return cm, k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, cm)
 }
 
-// replicasOf lists, by the API, the namespaces holding a replica of namespace/name.
+// replicasOf lists, by the API, the namespaces holding a replica of namespace/name
+// under the source's own name.
 func replicasOf(t *testing.T, namespace, name string) []string {
+	t.Helper()
+	return replicasNamed(t, namespace+"/"+name, name)
+}
+
+// replicasNamed lists, by the API, the namespaces holding a ConfigMap named name that
+// is a replica of source ("<namespace>/<name>").
+func replicasNamed(t *testing.T, source, name string) []string {
 	t.Helper()
 	var list corev1.ConfigMapList
 	must(t, k8s.List(context.Background(), &list, client.MatchingLabels{v1alpha1.ManagedByLabel: "cmsync"}))
 	var out []string
 	for _, cm := range list.Items {
-		if cm.Name == name && cm.Annotations[v1alpha1.SourceAnnotation] == namespace+"/"+name {
+		if cm.Name == name && cm.Annotations[v1alpha1.SourceAnnotation] == source {
 			out = append(out, cm.Namespace)
 		}
 	}

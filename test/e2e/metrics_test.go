@@ -27,17 +27,9 @@ import (
 func TestSecureMetrics(t *testing.T) {
 	c := startController(t, "--metrics-secure=true")
 	c.local(t)
-	ctx := context.Background()
 	ns := newNamespace(t, "scrape", nil)
 	scraper, stranger := serviceAccountToken(t, ns, "prometheus"), serviceAccountToken(t, ns, "stranger")
-	must(t, k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "scrape-cmsync-" + ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cmsync-metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "prometheus"}},
-	}))
-	t.Cleanup(func() {
-		_ = k8s.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "scrape-cmsync-" + ns}})
-	})
+	bindMetricsReader(t, ns, "prometheus")
 
 	// The metrics endpoint starts listening just after /healthz does.
 	eventually(t, 30*time.Second, "anonymous scrape refused", func() error {
@@ -80,6 +72,19 @@ func scrape(addr, token string) (int, string, error) {
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body), err
+}
+
+// bindMetricsReader binds the ServiceAccount namespace/name to the chart's
+// metrics-reader ClusterRole until the test ends.
+func bindMetricsReader(t *testing.T, namespace, name string) {
+	t.Helper()
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "read-cmsync-metrics-" + namespace + "-" + name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cmsync-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: name}},
+	}
+	must(t, k8s.Create(context.Background(), binding))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), binding) })
 }
 
 // serviceAccountToken creates a ServiceAccount and returns a token of it.

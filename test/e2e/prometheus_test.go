@@ -17,7 +17,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -39,14 +38,7 @@ func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
 	dir := t.TempDir()
 	ns := newNamespace(t, "prom", nil)
 	token := serviceAccountToken(t, ns, "prometheus")
-	must(t, k8s.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-" + ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cmsync-metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "prometheus"}},
-	}))
-	t.Cleanup(func() {
-		_ = k8s.Delete(context.Background(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "prometheus-" + ns}})
-	})
+	bindMetricsReader(t, ns, "prometheus")
 	must(t, os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600))
 	alerts, err := filepath.Abs("../../deploy/chart/cmsync/files/alerts.yaml")
 	must(t, err)

@@ -19,25 +19,10 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
-// shapedReplicas lists, by the API, the namespaces holding a ConfigMap named name that
-// is a replica of source ("<namespace>/<name>").
-func shapedReplicas(t *testing.T, source, name string) []string {
-	t.Helper()
-	var list corev1.ConfigMapList
-	must(t, k8s.List(context.Background(), &list, client.MatchingLabels{v1alpha1.ManagedByLabel: "cmsync"}))
-	var out []string
-	for _, cm := range list.Items {
-		if cm.Name == name && cm.Annotations[v1alpha1.SourceAnnotation] == source {
-			out = append(out, cm.Namespace)
-		}
-	}
-	return out
-}
-
 func waitForShapedReplicas(t *testing.T, source, name string, timeout time.Duration, want ...string) {
 	t.Helper()
 	eventually(t, timeout, "replicas "+name+" of "+source, func() error {
-		if got := shapedReplicas(t, source, name); !sameSet(got, want) {
+		if got := replicasNamed(t, source, name); !sameSet(got, want) {
 			return fmt.Errorf("in %v, want %v", got, want)
 		}
 		return nil
