@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh runs the cmsync binary against the current kubeconfig when it reaches a cluster;
-# otherwise it starts the project's local control plane (a real kube-apiserver and
-# etcd), points cmsync at it, and stops it again when cmsync exits.
+# otherwise it starts the project's local control plane (a real kube-apiserver, etcd and
+# kube-controller-manager), points cmsync at it, and stops it again when cmsync exits.
 set -euo pipefail
 bin="$1"; shift
 
@@ -12,7 +12,7 @@ if .cache/localcluster -reachable; then
   exec "$bin" "$@"
 fi
 
-echo "run: no cluster reachable; starting the local control plane (the first time builds kube-apiserver and etcd, ~10 min)" >&2
+echo "run: no cluster reachable; starting the local control plane (the first time builds kube-apiserver, kube-controller-manager and etcd, ~10 min)" >&2
 export KUBEBUILDER_ASSETS="$(hack/control-plane-binaries.sh)"
 kubeconfig="$PWD/.cache/local/kubeconfig"
 rm -f "$kubeconfig"

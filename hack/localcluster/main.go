@@ -1,6 +1,7 @@
 // Command localcluster serves `make run`. With -reachable it exits 0 when the current
 // kubeconfig reaches a cluster. Otherwise it starts the project's local control plane
-// (the real kube-apiserver and etcd the tests use) with the ConfigMapSync CRD installed,
+// (the real kube-apiserver, etcd and kube-controller-manager the end-to-end suite uses)
+// with the ConfigMapSync CRD installed,
 // writes its kubeconfig to -kubeconfig-out and runs until interrupted.
 package main
 
@@ -66,6 +67,13 @@ func serve(kubeconfig string) error {
 	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
 		return err
 	}
+	// The controllers a real cluster runs and the end-to-end suite runs too: without
+	// them a deleted namespace stays Terminating for ever, and more.
+	stopControllers, err := env.StartControllerManager(filepath.Dir(kubeconfig))
+	if err != nil {
+		return err
+	}
+	defer stopControllers()
 	fmt.Printf("local control plane ready at %s\nuse it with: export KUBECONFIG=%s\n", env.Config.Host, kubeconfig)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

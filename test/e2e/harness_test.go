@@ -110,7 +110,7 @@ func run(m *testing.M) (int, error) {
 	if err := newClients(env.Config); err != nil {
 		return 0, err
 	}
-	stopKCM, err := startKubeControllerManager()
+	stopKCM, err := env.StartControllerManager(workDir)
 	if err != nil {
 		return 0, err
 	}
@@ -195,37 +195,6 @@ func newClients(cfg *rest.Config) error {
 	}
 	clientset, err = kubernetes.NewForConfig(cfg)
 	return err
-}
-
-// startKubeControllerManager runs the namespace controller (namespaces really finish
-// deleting), the garbage collector (owner references are honoured) and the cluster role
-// aggregation (the built-in admin, edit and view roles get their rules), each under a
-// ServiceAccount of its own as in a kubeadm cluster: those are the identities the
-// chart's admission policy lets delete replicas.
-func startKubeControllerManager() (func(), error) {
-	bin := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-controller-manager")
-	logFile, err := os.Create(filepath.Join(workDir, "kube-controller-manager.log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin,
-		"--kubeconfig="+adminKubeconfig,
-		"--authentication-kubeconfig="+adminKubeconfig,
-		"--authorization-kubeconfig="+adminKubeconfig,
-		"--controllers=namespace,garbagecollector,clusterrole-aggregation",
-		"--leader-elect=false",
-		"--secure-port=0",
-		"--use-service-account-credentials=true",
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting kube-controller-manager: %w", err)
-	}
-	return func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_, _ = cmd.Process.Wait()
-		_ = logFile.Close()
-	}, nil
 }
 
 func helm(args ...string) (string, error) {

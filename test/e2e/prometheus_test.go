@@ -28,12 +28,12 @@ import (
 // panel's query returns data, and every alert rule is loaded and evaluated without
 // error.
 func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
+	c := startController(t, "--metrics-secure=true", "--leader-elect=true")
+	c.local(t)
 	prometheus := os.Getenv("PROMETHEUS")
 	if prometheus == "" {
 		t.Fatal("PROMETHEUS is not set: run make e2e")
 	}
-	c := startController(t, "--metrics-secure=true", "--leader-elect=true")
-	c.local(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	ns := newNamespace(t, "prom", nil)

@@ -347,3 +347,25 @@ func writes(t *testing.T, c *controller) float64 {
 	}
 	return total
 }
+
+// The control plane the suite (and `make run`) starts behaves like a real cluster's: a
+// new namespace gets its default ServiceAccount and the kube-root-ca.crt ConfigMap, and
+// a deleted one finishes deleting.
+func TestControlPlaneRunsTheClusterControllers(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t, "real", nil)
+	eventually(t, 30*time.Second, "default ServiceAccount and kube-root-ca.crt in "+ns, func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{}); err != nil {
+			return err
+		}
+		_, err := getConfigMap(ns, "kube-root-ca.crt")
+		return err
+	})
+	must(t, k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	eventually(t, 60*time.Second, "namespace "+ns+" deleted", func() error {
+		if err := k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+}
