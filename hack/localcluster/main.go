@@ -78,5 +78,8 @@ func serve(kubeconfig string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
+	// Ctrl-C on make run signals this process and run.sh's trap signals it again: a
+	// second signal must not cut the clean-up short and leave the control plane running.
+	signal.Ignore(os.Interrupt, syscall.SIGTERM)
 	return nil
 }
