@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/duration"
 
@@ -31,6 +32,11 @@ func statusRows(ctx context.Context, c cluster, namespace string) ([]StatusRow, 
 	var rows []StatusRow
 	for _, kind := range []string{configMapKind, secretKind} {
 		sources, err := c.labelledSources(ctx, kind, namespace)
+		if kind == secretKind && apierrors.IsForbidden(err) {
+			// Someone who may not list Secrets still gets every other source.
+			rows = append(rows, StatusRow{Kind: kind, Name: "-", Status: "Unknown", Message: "you may not list Secrets here: " + err.Error()})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -44,6 +50,10 @@ func statusRows(ctx context.Context, c cluster, namespace string) ([]StatusRow, 
 		}
 	}
 	syncs, err := c.syncs(ctx)
+	if apierrors.IsForbidden(err) {
+		return append(rows, StatusRow{Kind: v1alpha1.ConfigMapSyncKind, Name: "-", Status: "Unknown",
+			Message: "you may not list ConfigMapSyncs: " + err.Error()}), nil
+	}
 	if err != nil {
 		return nil, err
 	}

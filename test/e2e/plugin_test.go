@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -188,6 +189,25 @@ func checkStatus(t *testing.T, w pluginWorld) {
 		}
 		if found != 2 {
 			return fmt.Errorf("%d of 2 sources in %+v", found, rows)
+		}
+		return nil
+	})
+	// Someone who may only view the namespace still gets its sources; what they may not
+	// list is said.
+	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.platform, Name: "viewer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "viewer-" + w.suffix}},
+	}))
+	eventually(t, 30*time.Second, "status as a viewer", func() error {
+		var rows []cli.StatusRow
+		pluginJSON(t, &rows, "status", "-n", w.platform, "--as", "viewer-"+w.suffix)
+		kinds := map[string]string{}
+		for _, r := range rows {
+			kinds[r.Kind+"/"+r.Name] = r.Status
+		}
+		if kinds["ConfigMap/app"] == "" || kinds["Secret/-"] != "Unknown" || kinds["ConfigMapSync/-"] != "Unknown" {
+			return fmt.Errorf("rows as a viewer: %+v", rows)
 		}
 		return nil
 	})
