@@ -17,6 +17,49 @@ build: ## Build the cmsync binary and the kubectl plugin (kubectl-cmsync) into b
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/cmsync .
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-cmsync ./cmd/kubectl-cmsync
 
+# The release path: every step is a target, run by the release workflow against
+# ghcr.io and by make test-release against a registry of its own on loopback.
+KO = $(shell hack/tool.sh ko)
+COSIGN = $(shell hack/tool.sh cosign)
+REGISTRY ?= ghcr.io/cmsync
+IMAGE_TAG ?= dev
+BASE_IMAGE ?= $(REGISTRY)/base:nonroot
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+CHART_VERSION ?= 0.1.0
+
+.PHONY: base-image
+base-image: ## Build the non-root base image (both platforms, fixed timestamps) and push it to BASE_IMAGE.
+	go run ./hack/baseimage -ref $(BASE_IMAGE)
+
+.PHONY: image
+image: ## ko: build cmsync for IMAGE_PLATFORMS on BASE_IMAGE with an SPDX SBOM and push REGISTRY/cmsync:IMAGE_TAG; prints the digest reference.
+	KO_DOCKER_REPO=$(REGISTRY)/cmsync KO_DEFAULTBASEIMAGE=$(BASE_IMAGE) $(KO) build --bare --platform=$(IMAGE_PLATFORMS) --sbom=spdx --tags=$(IMAGE_TAG) .
+
+.PHONY: chart-push
+chart-push: ## helm package the chart as CHART_VERSION (appVersion IMAGE_TAG) and push it to oci://REGISTRY/charts.
+	rm -rf $(BIN)/chart && mkdir -p $(BIN)/chart
+	$(HELM) package $(CHART) --version $(CHART_VERSION) --app-version $(IMAGE_TAG) -d $(BIN)/chart
+	$(HELM) push $(BIN)/chart/cmsync-$(CHART_VERSION).tgz oci://$(REGISTRY)/charts $(HELM_PUSH_ARGS)
+
+.PHONY: sign
+sign: ## cosign sign REF (an image or chart by digest): with COSIGN_KEY a key pair and no transparency log, else keyless.
+	$(COSIGN) sign --yes $(if $(COSIGN_KEY),--key $(COSIGN_KEY) --use-signing-config=false --tlog-upload=false) $(REF)
+
+.PHONY: verify-signature
+verify-signature: ## cosign verify REF with COSIGN_PUB (no transparency log), or keyless with COSIGN_IDENTITY and COSIGN_ISSUER.
+	$(COSIGN) verify $(if $(COSIGN_PUB),--key $(COSIGN_PUB) --insecure-ignore-tlog,--certificate-identity-regexp '$(COSIGN_IDENTITY)' --certificate-oidc-issuer '$(COSIGN_ISSUER)') $(REF) >/dev/null
+
+ACTIONLINT = $(shell hack/tool.sh actionlint)
+
+.PHONY: lint-workflows
+lint-workflows: ## actionlint the GitHub workflows (the release workflow cannot run here), with a pinned actionlint built from the Go module proxy.
+	$(ACTIONLINT) .github/workflows/*.yaml
+
+.PHONY: test-release
+test-release: ## The release path against a registry of its own on loopback (TLS, htpasswd): base image, ko image with SBOM, reproducibility, cosign signatures, a tampered image refused, the signed OCI chart.
+	REGISTRY_BIN="$$(hack/tool.sh registry)" COSIGN_BIN="$(COSIGN)" HELM="$(HELM)" \
+	  go test -tags release -count=1 -timeout 20m ./test/release/... -v
+
 PLUGIN_PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 VERSION ?= v0.0.0-dev
 
@@ -100,7 +143,7 @@ test-alerts: ## promtool: check the alert rules and run their unit tests (test/a
 	$(PROMTOOL) test rules test/alerts/alerts_test.yaml
 
 .PHONY: test
-test: vet lint verify helm-lint test-alerts test-unit fuzz-short test-integration e2e test-node-e2e ## Run every test: lint, generated files, chart, alert rules, unit, a short fuzz, integration, end-to-end, and the chart's Pod on a real node.
+test: vet lint lint-workflows verify helm-lint test-alerts test-unit fuzz-short test-integration e2e test-release test-node-e2e ## Run every test: lint, workflows, generated files, chart, alert rules, unit, a short fuzz, integration, end-to-end, the release path, and the chart's Pod on a real node.
 
 FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzTemplate FuzzParseKeys FuzzParseTargetName
 FUZZTIME ?= 2m

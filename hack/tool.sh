@@ -12,6 +12,13 @@ case "$1" in
   # and ctr (to import images). Built static, like its release binaries.
   containerd)     pkg="github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr"
                   version=v2.4.2 ;;
+  # The release path: ko builds the images, the CNCF distribution registry serves them
+  # (and the OCI chart) in the tests, cosign signs and verifies, actionlint checks the
+  # GitHub workflows.
+  ko)             pkg=github.com/google/ko; version=v0.19.1 ;;
+  registry)       pkg=github.com/distribution/distribution/v3/cmd/registry; version=v3.1.2 ;;
+  cosign)         pkg=github.com/sigstore/cosign/v3/cmd/cosign; version=v3.1.3 ;;
+  actionlint)     pkg=github.com/rhysd/actionlint/cmd/actionlint; version=v1.7.12 ;;
   # promtool (alert rule tests) and prometheus (the e2e suite scrapes cmsync with it).
   # Not go-installable at this version: a dependency's pinned pseudo-version is refused
   # by the module proxy, so they are built from a throwaway module that replaces it.
