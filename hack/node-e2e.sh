@@ -37,20 +37,21 @@ KUBECTL="$KUBE_BIN/kubectl"
 
 dir="$PWD/.cache/node"
 images="$PWD/.cache/node-images"
-image_repo=ghcr.io/cmsync/cmsync image_tag=node-e2e
 mkdir -p "$images"
-log "building the images (no Docker: hack/image)"
-CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$images/cmsync" .
+# The sandbox image and the test's printfile image are fixtures imported into
+# containerd; cmsync itself goes the way users' images go: built by ko, pushed to the
+# node's registry, signed, and pulled by the kubelet.
+log "building the fixture images (hack/image)"
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$images/pause" ./hack/pause
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$images/printfile" ./hack/printfile
+CGO_ENABLED=0 go build -trimpath -o .cache/cmsync-host .
 go build -o .cache/image ./hack/image
 go build -o .cache/localnode ./hack/localnode
-.cache/image -binary "$images/cmsync" -ref "$image_repo:$image_tag" -out "$images/cmsync.tar"
 .cache/image -binary "$images/pause" -ref localhost/cmsync-node/pause:1 -out "$images/pause.tar"
 .cache/image -binary "$images/printfile" -ref localhost/cmsync-node/printfile:1 -out "$images/printfile.tar"
 
-.cache/localnode -dir "$dir" -kube-bin "$KUBE_BIN" -containerd-bin "$CONTAINERD_BIN" \
-  -images "$images/pause.tar,$images/cmsync.tar,$images/printfile.tar" &
+.cache/localnode -dir "$dir" -kube-bin "$KUBE_BIN" -containerd-bin "$CONTAINERD_BIN" -registry-bin "$(hack/tool.sh registry)" \
+  -images "$images/pause.tar,$images/printfile.tar" &
 node=$!
 # Stop the node (it cleans up after itself) however this script ends.
 trap 'kill -TERM "$node" 2>/dev/null; wait "$node" 2>/dev/null || true' EXIT
@@ -61,11 +62,59 @@ until [ -f "$dir/ready" ]; do
 done
 export KUBECONFIG="$dir/kubeconfig"
 
-log "helm install (2 replicas: leader election for real; Secrets on)"
-"$HELM" install cmsync deploy/chart/cmsync --namespace cmsync-system --create-namespace \
-  --set image.repository="$image_repo" --set image.tag="$image_tag" --set image.pullPolicy=Never \
-  --set replicaCount=2 --set secrets.enabled=true --wait --timeout 180s ||
+# The release path of make test-release, against the node's registry (TLS from the
+# node's CA, htpasswd): ko's image, the OCI chart, cosign signatures verified before
+# anything is installed.
+# shellcheck disable=SC1091 # written by the node
+. "$dir/registry.env"
+export DOCKER_CONFIG="$dir/docker" SSL_CERT_FILE="$REGISTRY_CA" COSIGN_PASSWORD=
+mkdir -p "$DOCKER_CONFIG" "$dir/cosign"
+printf '{"auths":{"%s":{"auth":"%s"}}}' "$REGISTRY_HOST" "$(printf '%s:%s' "$REGISTRY_USER" "$REGISTRY_PASSWORD" | base64 -w0)" > "$DOCKER_CONFIG/config.json"
+release=(REGISTRY="$REGISTRY_HOST/cmsync" IMAGE_TAG=node-e2e CHART_VERSION=0.1.0-node-e2e
+  HELM_PUSH_ARGS="--ca-file $REGISTRY_CA --registry-config $DOCKER_CONFIG/config.json")
+log "ko: the image, pushed to the node's registry $REGISTRY_HOST"
+make -s base-image "${release[@]}" >&2
+image="$(make -s image "${release[@]}" | grep -o '[^ ]*@sha256:[0-9a-f]*' | tail -1)"
+chart_digest="$(make -s chart-push "${release[@]}" 2>&1 | grep -o 'sha256:[0-9a-f]*' | tail -1)"
+cosign="$(hack/tool.sh cosign)"
+(cd "$dir/cosign" && rm -f cosign.key cosign.pub && "$cosign" generate-key-pair >/dev/null)
+keys=(COSIGN_KEY="$dir/cosign/cosign.key" COSIGN_PUB="$dir/cosign/cosign.pub")
+make -s sign "${keys[@]}" REF="$image" >&2
+make -s sign "${keys[@]}" REF="$REGISTRY_HOST/cmsync/charts/cmsync@$chart_digest" >&2
+log "verifying the signatures of the image and the chart before installing"
+make -s verify-signature "${keys[@]}" REF="$REGISTRY_HOST/cmsync/cmsync:node-e2e"
+make -s verify-signature "${keys[@]}" REF="$REGISTRY_HOST/cmsync/charts/cmsync:0.1.0-node-e2e"
+
+# The kubelet pulls with the credentials of an imagePullSecrets entry, and that Secret is
+# a cmsync replica of a source kept in another namespace: cmsync delivers its own
+# credentials. Its Pods cannot pull before the replica exists, so the first replica is
+# written by the same binary run once from here as the chart's ServiceAccount (the only
+# identity the admission policy lets write replicas); then the Pods pull and lead.
+log "the pull secret's source, and helm install oci://$REGISTRY_HOST/cmsync/charts/cmsync"
+"$KUBECTL" create namespace registry-credentials >/dev/null
+"$KUBECTL" -n registry-credentials create secret docker-registry cmsync-pull --docker-server="$REGISTRY_HOST" \
+  --docker-username="$REGISTRY_USER" --docker-password="$REGISTRY_PASSWORD" >/dev/null
+"$KUBECTL" -n registry-credentials label secret cmsync-pull cmsync.io/replicate=true >/dev/null
+"$KUBECTL" -n registry-credentials annotate secret cmsync-pull cmsync.io/target-namespaces=cmsync-system >/dev/null
+"$HELM" install cmsync "oci://$REGISTRY_HOST/cmsync/charts/cmsync" --version 0.1.0-node-e2e \
+  --ca-file "$REGISTRY_CA" --registry-config "$DOCKER_CONFIG/config.json" --namespace cmsync-system --create-namespace \
+  --set image.repository="$REGISTRY_HOST/cmsync/cmsync" --set 'imagePullSecrets[0].name=cmsync-pull' \
+  --set replicaCount=2 --set secrets.enabled=true >/dev/null
+token="$("$KUBECTL" -n cmsync-system create token cmsync)"
+"$KUBECTL" config view --raw --minify --flatten > "$dir/bootstrap.kubeconfig"
+KUBECONFIG="$dir/bootstrap.kubeconfig" "$KUBECTL" config set-credentials bootstrap --token="$token" >/dev/null
+KUBECONFIG="$dir/bootstrap.kubeconfig" "$KUBECTL" config set-context --current --user=bootstrap >/dev/null
+.cache/cmsync-host --kubeconfig="$dir/bootstrap.kubeconfig" --secrets=enabled --leader-elect=true \
+  --leader-election-namespace=cmsync-system --metrics-bind-address=0 --health-probe-bind-address=0 \
+  >"$dir/logs/cmsync-bootstrap.log" 2>&1 &
+bootstrap=$!
+for _ in $(seq 120); do "$KUBECTL" -n cmsync-system get secret cmsync-pull >/dev/null 2>&1 && break; sleep 1; done
+kill -TERM "$bootstrap"; wait "$bootstrap" || true
+"$KUBECTL" -n cmsync-system get secret cmsync-pull -o jsonpath='{.metadata.annotations.cmsync\.io/source}{"\n"}' >&2
+"$KUBECTL" -n cmsync-system rollout status deployment/cmsync --timeout=300s ||
   { "$KUBECTL" get pods -A -o wide; "$KUBECTL" describe pods -n cmsync-system | tail -40; exit 1; }
+log "the kubelet pulled the image:"
+"$KUBECTL" -n cmsync-system get events --field-selector reason=Pulled -o custom-columns=MESSAGE:.message --no-headers >&2
 "$KUBECTL" get pods -n cmsync-system -o wide >&2
 
 if [ "$mode" = up ]; then

@@ -25,6 +25,7 @@ func main() {
 	flag.StringVar(&o.CNIBin, "cni-bin", "/usr/lib/cni", "directory with the CNI plugins")
 	flag.StringVar(&o.Runc, "runc", "/usr/sbin/runc", "runc binary")
 	flag.StringVar(&images, "images", "", "comma-separated image tarballs to import (one must be "+node.SandboxImage+")")
+	flag.StringVar(&o.RegistryBin, "registry-bin", "", "the CNCF distribution registry, run inside the node on "+node.RegistryHost+" (empty: none)")
 	flag.Parse()
 	if images != "" {
 		o.Images = strings.Split(images, ",")

@@ -48,6 +48,8 @@ state = %[2]q
   disable = true
 [plugins.'io.containerd.cri.v1.images'.pinned_images]
   sandbox = %[5]q
+[plugins.'io.containerd.cri.v1.images'.registry]
+  config_path = %[10]q
 [plugins.'io.containerd.cri.v1.runtime']
   restrict_oom_score_adj = true
   netns_mounts_under_state_dir = true
@@ -60,7 +62,7 @@ state = %[2]q
   bin_dirs = [%[8]q]
   conf_dir = %[9]q
 `, n.path("containerd", "root"), n.path("containerd", "state"), n.containerdSocket(), n.containerdSocket()+".ttrpc",
-		SandboxImage, n.o.Runc, n.path("containerd", "runc"), n.o.CNIBin, n.path("cni", "net.d"))
+		SandboxImage, n.o.Runc, n.path("containerd", "runc"), n.o.CNIBin, n.path("cni", "net.d"), n.path("containerd", "certs.d"))
 }
 
 // cniConfig is a bridge network for the node's Pods.

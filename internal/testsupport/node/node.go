@@ -51,6 +51,9 @@ type Options struct {
 	// Images are image tarballs to import into containerd's k8s.io namespace; one of
 	// them must be SandboxImage.
 	Images []string
+	// RegistryBin, when set, is the CNCF distribution registry, run on RegistryHost for
+	// images the kubelet pulls (see startRegistry).
+	RegistryBin string
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -103,6 +106,7 @@ func Start(ctx context.Context, o Options) (_ *Node, err error) {
 		{"certificates", n.writePKI},
 		{"etcd and kube-apiserver", n.startControlPlane},
 		{"kube-controller-manager, kube-scheduler", n.startControllers},
+		{"image registry", n.startRegistry},
 		{"containerd and images", n.startContainerd},
 		{"kubelet and kube-proxy", n.startKubelet},
 		{"node Ready", n.waitNodeReady},
