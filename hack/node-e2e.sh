@@ -125,3 +125,17 @@ fi
 
 CGO_ENABLED=0 go build -trimpath -o .cache/kubectl-cmsync ./cmd/kubectl-cmsync
 CMSYNC_E2E_EXISTING_CLUSTER=1 CMSYNC_PLUGIN="$PWD/.cache/kubectl-cmsync" HELM="$HELM" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
+
+# A tampered image: one byte changed and pushed under the same tag. Its signature does
+# not verify, so it is not installed (the gate is the same verify-signature as above);
+# then the signed image is put back under the tag.
+log "a tampered image under the same tag"
+signed="$(go run ./hack/tamper -ref "$REGISTRY_HOST/cmsync/cmsync:node-e2e")"
+if make -s verify-signature "${keys[@]}" REF="$REGISTRY_HOST/cmsync/cmsync:node-e2e" 2>/dev/null; then
+  log "FAILED: a tampered image passed signature verification"
+  exit 1
+fi
+log "the tampered image fails verification and is not installed"
+go run github.com/google/go-containerregistry/cmd/crane copy "$signed" "$REGISTRY_HOST/cmsync/cmsync:node-e2e" 2>/dev/null
+make -s verify-signature "${keys[@]}" REF="$REGISTRY_HOST/cmsync/cmsync:node-e2e"
+log "the signed image is back under its tag and verifies"
