@@ -123,8 +123,11 @@ if [ "$mode" = up ]; then
   exit 0
 fi
 
-CGO_ENABLED=0 go build -trimpath -o .cache/kubectl-cmsync ./cmd/kubectl-cmsync
-CMSYNC_E2E_EXISTING_CLUSTER=1 CMSYNC_PLUGIN="$PWD/.cache/kubectl-cmsync" HELM="$HELM" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
+# The plugin as the release ships it: plugin-dist's archive for this machine, unpacked.
+make -s plugin-dist VERSION=v0.0.0-node-e2e PLUGIN_PLATFORMS=linux/amd64 BIN=.cache/plugin >&2
+grep -q "sha256: $(sha256sum .cache/plugin/dist/kubectl-cmsync_linux_amd64.tar.gz | cut -d' ' -f1)" .cache/plugin/dist/cmsync.yaml
+mkdir -p .cache/plugin/unpacked && tar -C .cache/plugin/unpacked -xzf .cache/plugin/dist/kubectl-cmsync_linux_amd64.tar.gz
+CMSYNC_E2E_EXISTING_CLUSTER=1 CMSYNC_PLUGIN="$PWD/.cache/plugin/unpacked/kubectl-cmsync" HELM="$HELM" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
 
 # A tampered image: one byte changed and pushed under the same tag. Its signature does
 # not verify, so it is not installed (the gate is the same verify-signature as above);
