@@ -152,9 +152,12 @@ FUZZTIME ?= 2m
 fuzz: ## Fuzz every parser of user input for FUZZTIME each (default 2m).
 	for target in $(FUZZ_TARGETS); do go test ./replicator/desired -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) || exit 1; done
 
+# make test's short fuzz runs a count of inputs, not a duration: with a duration, Go's
+# fuzz coordinator can report its own deadline as a failure (golang/go#75804, not fixed
+# in go1.26), which a count never reaches.
 .PHONY: fuzz-short
-fuzz-short: ## A 5-second fuzz of each parser (part of make test).
-	$(MAKE) fuzz FUZZTIME=5s
+fuzz-short: ## Fuzz each parser with 50,000 inputs (part of make test).
+	$(MAKE) fuzz FUZZTIME=50000x
 
 .PHONY: vet
 vet: ## go vet and a gofmt check.
