@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -43,6 +44,7 @@ const writersPerSource = 16
 type options struct {
 	excludeNamespaces       string
 	sourceNamespaces        string
+	maxReplicatedBytes      string
 	configMapSync           string
 	secrets                 string
 	leaderElect             bool
@@ -65,6 +67,8 @@ func parseFlags() options {
 		"Comma list of namespace globs that never receive a replica.")
 	flag.StringVar(&o.sourceNamespaces, "source-namespaces", "*",
 		"Comma list of namespace globs where sources may live; sources elsewhere are reported Invalid.")
+	flag.StringVar(&o.maxReplicatedBytes, "max-replicated-bytes", "1Gi",
+		"Most bytes of content one source may write across all its targets (a quantity, e.g. 1Gi; 0: no limit); a source over it is Invalid, before any write.")
 	flag.StringVar(&o.configMapSync, "configmapsync", "auto",
 		"Run the ConfigMapSync controller: auto (when its CRD is installed), enabled or disabled.")
 	flag.StringVar(&o.secrets, "secrets", "disabled",
@@ -247,7 +251,11 @@ func (o options) policy() (desired.Policy, error) {
 	if err != nil {
 		return desired.Policy{}, fmt.Errorf("--source-namespaces: %w", err)
 	}
-	return desired.Policy{ExcludeNamespaces: exclude, SourceNamespaces: sources}, nil
+	budget, err := resource.ParseQuantity(o.maxReplicatedBytes)
+	if err != nil || budget.Sign() < 0 {
+		return desired.Policy{}, fmt.Errorf("--max-replicated-bytes=%q: a non-negative quantity such as 1Gi or 500Mi", o.maxReplicatedBytes)
+	}
+	return desired.Policy{ExcludeNamespaces: exclude, SourceNamespaces: sources, MaxReplicatedBytes: budget.Value()}, nil
 }
 
 // controllerOptions sets the reconcile parallelism and the retry rate limiter: a failed

@@ -110,10 +110,14 @@ func (r *sourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.
 	if err != nil {
 		return Plan[T]{}, err
 	}
-	return Plan[T]{
+	plan := Plan[T]{
 		Targets:  desired.TargetNamespaces(spec, src.GetNamespace(), namespaces, r.policy),
 		Template: desired.NewTemplate(r.kind, src, shape, owner),
-	}, nil
+	}
+	if err := r.policy.CheckWriteBudget(plan.Template.Size(), len(plan.Targets)); err != nil {
+		return Plan[T]{}, invalidSourceError{err}
+	}
+	return plan, nil
 }
 
 // retire deletes every replica of a source that is gone or no longer labelled, and

@@ -134,6 +134,9 @@ func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 		return plan, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("source ConfigMap %s: %w", owner.Source, err)}, nil
 	}
 	plan.Template = desired.NewTemplate(r.engine.kind, src, shape, owner)
+	if err := r.policy.CheckWriteBudget(plan.Template.Size(), len(plan.Targets)); err != nil {
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
+	}
 	return plan, nil, nil
 }
 

@@ -290,3 +290,21 @@ func TestSecretFilteredBelowItsType(t *testing.T) {
 func tlsData() map[string][]byte {
 	return map[string][]byte{"ca.crt": []byte("CA"), "tls.crt": []byte("CERT"), "tls.key": []byte("KEY")}
 }
+
+func TestWriteBudget(t *testing.T) {
+	src := sampleSource() // data k=v (2 bytes), binaryData b=[1] (2 bytes)
+	size := NewTemplate(ConfigMapKind{}, src, Shape{}, settingsOwner).Size()
+	if size != 4 {
+		t.Fatalf("size %d, want 4", size)
+	}
+	for _, tt := range []struct {
+		budget  int64
+		targets int
+		ok      bool
+	}{{0, 1 << 20, true}, {400, 100, true}, {399, 100, false}, {4, 1, true}, {3, 1, false}} {
+		err := Policy{MaxReplicatedBytes: tt.budget}.CheckWriteBudget(size, tt.targets)
+		if (err == nil) != tt.ok {
+			t.Errorf("budget %d, %d targets: %v", tt.budget, tt.targets, err)
+		}
+	}
+}

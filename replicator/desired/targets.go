@@ -72,6 +72,9 @@ type Policy struct {
 	ExcludeNamespaces []string
 	// SourceNamespaces are globs of namespaces whose ConfigMaps may be sources.
 	SourceNamespaces []string
+	// MaxReplicatedBytes bounds the content one source may write across all its
+	// targets (CheckWriteBudget); 0 means no bound.
+	MaxReplicatedBytes int64
 }
 
 // AllowsTarget reports whether a replica may be written into ns at all.

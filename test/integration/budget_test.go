@@ -1,0 +1,60 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// A source whose replicas would write more than --max-replicated-bytes across its
+// targets is Invalid before any write, with its size, its target count and the budget
+// in the message; the replicas it already has are kept. The ConfigMapSync form alike.
+func TestWriteBudget(t *testing.T) {
+	policy := defaultPolicy()
+	policy.MaxReplicatedBytes = 10 << 10
+	startController(t, withPolicy(policy))
+	srcNS := newNamespace(t, "src", nil)
+	a, b, c := newNamespace(t, "dst", nil), newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)
+	data := map[string]string{"k": strings.Repeat("x", 4<<10-1)} // 4 KiB with its key
+	src := newSource(t, srcNS, "big", map[string]string{v1alpha1.TargetNamespacesAnnotation: a + "," + b}, data)
+	waitForReplicasIn(t, src, a, b)
+	waitForSynced(t, src, "2/2")
+	before, err := getConfigMap(a, "big")
+	must(t, err)
+
+	update(t, src, func(cm *corev1.ConfigMap) {
+		cm.Annotations[v1alpha1.TargetNamespacesAnnotation] = a + "," + b + "," + c
+	})
+	invalid := waitForStatus(t, src, v1alpha1.StatusInvalid)
+	want := "the replicas would hold 12Ki (4Ki in each of 3 target namespaces), over the controller's --max-replicated-bytes of 10Ki"
+	if msg := invalid.Annotations[v1alpha1.MessageAnnotation]; !strings.HasPrefix(msg, want) {
+		t.Errorf("message %q, want it to start with %q", msg, want)
+	}
+	waitForEvent(t, src, v1alpha1.ReasonInvalid, "--max-replicated-bytes")
+	consistently(t, 2*time.Second, "existing replicas kept, no new one", func() error {
+		if got := replicaNamespaces(t, src); !sameSet(got, []string{a, b}) {
+			return errorf("replicas in %v", got)
+		}
+		now, err := getConfigMap(a, "big")
+		if err != nil || now.ResourceVersion != before.ResourceVersion {
+			return errorf("replica in %s changed: %v", a, err)
+		}
+		return nil
+	})
+
+	plainConfigMap(t, srcNS, "big-plain", data)
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "big-plain", DestinationNamespaces: []string{a, b, c}})
+	got := waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid)
+	if ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(ready.Message, "--max-replicated-bytes of 10Ki") {
+		t.Errorf("Ready message %q", ready.Message)
+	}
+	if n := len(replicasOfSync(t, sync)); n != 0 {
+		t.Errorf("%d replicas written for a ConfigMapSync over budget", n)
+	}
+}
