@@ -67,7 +67,7 @@ func parseFlags() options {
 		"Comma list of namespace globs that never receive a replica.")
 	flag.StringVar(&o.sourceNamespaces, "source-namespaces", "*",
 		"Comma list of namespace globs where sources may live; sources elsewhere are reported Invalid.")
-	flag.StringVar(&o.maxReplicatedBytes, "max-replicated-bytes", "1Gi",
+	flag.StringVar(&o.maxReplicatedBytes, "max-replicated-bytes", resource.NewQuantity(desired.DefaultMaxReplicatedBytes, resource.BinarySI).String(),
 		"Most bytes of content one source may write across all its targets (a quantity, e.g. 1Gi; 0: no limit); a source over it is Invalid, before any write.")
 	flag.StringVar(&o.configMapSync, "configmapsync", "auto",
 		"Run the ConfigMapSync controller: auto (when its CRD is installed), enabled or disabled.")

@@ -1,7 +1,6 @@
 package replicator
 
 import (
-	"maps"
 	"sync"
 	"time"
 
@@ -22,20 +21,20 @@ type sourceMetrics struct {
 	mu       sync.Mutex
 	bySource map[string]sourceCounts
 	byKind   map[string]replicaCounts
+	// notSynced counts, by kind and reason, the sources not in sync.
+	notSyncedByKind map[string]map[string]int
 }
 
-// sourceCounts are the last counts of one source, of a kind.
+// sourceCounts are the last counts of one source, of a kind, and why it is not in
+// sync ("" when it is).
 type sourceCounts struct {
 	kind string
 	replicaCounts
+	reason string
 }
 
-// replicaCounts are target namespaces by state, and sources; in a kind's total, the
-// sources not in sync by reason too.
-type replicaCounts struct {
-	sources, synced, conflict, failed int
-	notSynced                         map[string]int
-}
+// replicaCounts are target namespaces by state (and, in a kind's total, its sources).
+type replicaCounts struct{ sources, synced, conflict, failed int }
 
 // kindLabel names the kind of the sources and replicas a series counts.
 const kindLabel = "kind"
@@ -67,12 +66,14 @@ func newMetrics(reg prometheus.Registerer, kinds ...string) *sourceMetrics {
 			Help:    "Duration of one reconcile pass over a source and all its target namespaces.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
-		bySource: map[string]sourceCounts{},
-		byKind:   map[string]replicaCounts{},
+		bySource:        map[string]sourceCounts{},
+		byKind:          map[string]replicaCounts{},
+		notSyncedByKind: map[string]map[string]int{},
 	}
 	reg.MustRegister(m.replicas, m.sources, m.notSynced, m.duration)
 	for _, kind := range kinds {
 		m.byKind[kind] = replicaCounts{}
+		m.notSyncedByKind[kind] = map[string]int{}
 		m.publish(kind)
 	}
 	return m
@@ -80,20 +81,13 @@ func newMetrics(reg prometheus.Registerer, kinds ...string) *sourceMetrics {
 
 // RecordSource sets the counts of owner's source from the summary of its last pass.
 func (m *sourceMetrics) RecordSource(owner desired.Owner, s desired.Summary) {
-	m.set(owner, &replicaCounts{sources: 1, synced: s.Synced, conflict: s.Conflicts, failed: s.Failures, notSynced: problem(s.Problem())})
+	m.set(owner, &sourceCounts{replicaCounts: replicaCounts{sources: 1, synced: s.Synced, conflict: s.Conflicts, failed: s.Failures}, reason: s.Problem()})
 }
 
 // RecordProblem counts owner's source as one that cannot be acted on, for reason
 // (Invalid, SourceNotFound).
 func (m *sourceMetrics) RecordProblem(owner desired.Owner, reason string) {
-	m.set(owner, &replicaCounts{sources: 1, notSynced: problem(reason)})
-}
-
-func problem(reason string) map[string]int {
-	if reason == "" {
-		return nil
-	}
-	return map[string]int{reason: 1}
+	m.set(owner, &sourceCounts{replicaCounts: replicaCounts{sources: 1}, reason: reason})
 }
 
 // ForgetSource drops a source that no longer exists or is no longer labelled, or a
@@ -101,16 +95,25 @@ func problem(reason string) map[string]int {
 func (m *sourceMetrics) ForgetSource(owner desired.Owner) { m.set(owner, nil) }
 
 // set replaces the counts of owner's source (nil: forget it) in its kind's total.
-func (m *sourceMetrics) set(owner desired.Owner, counts *replicaCounts) {
+func (m *sourceMetrics) set(owner desired.Owner, counts *sourceCounts) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := owner.Key()
-	total := m.byKind[owner.Kind].minus(m.bySource[key].replicaCounts)
+	previous := m.bySource[key]
+	total := m.byKind[owner.Kind].minus(previous.replicaCounts)
+	notSynced := m.notSyncedByKind[owner.Kind]
+	if previous.reason != "" {
+		notSynced[previous.reason]--
+	}
 	if counts == nil {
 		delete(m.bySource, key)
 	} else {
-		total = total.plus(*counts)
-		m.bySource[key] = sourceCounts{kind: owner.Kind, replicaCounts: *counts}
+		counts.kind = owner.Kind
+		total = total.plus(counts.replicaCounts)
+		m.bySource[key] = *counts
+		if counts.reason != "" {
+			notSynced[counts.reason]++
+		}
 	}
 	m.byKind[owner.Kind] = total
 	m.publish(owner.Kind)
@@ -126,26 +129,14 @@ func (m *sourceMetrics) publish(kind string) {
 	m.replicas.WithLabelValues(kind, "conflict").Set(float64(total.conflict))
 	m.replicas.WithLabelValues(kind, "failed").Set(float64(total.failed))
 	for _, reason := range notSyncedReasons {
-		m.notSynced.WithLabelValues(kind, reason).Set(float64(total.notSynced[reason]))
+		m.notSynced.WithLabelValues(kind, reason).Set(float64(m.notSyncedByKind[kind][reason]))
 	}
 }
 
-func (c replicaCounts) plus(o replicaCounts) replicaCounts { return c.add(o, 1) }
+func (c replicaCounts) plus(o replicaCounts) replicaCounts {
+	return replicaCounts{c.sources + o.sources, c.synced + o.synced, c.conflict + o.conflict, c.failed + o.failed}
+}
 
-func (c replicaCounts) minus(o replicaCounts) replicaCounts { return c.add(o, -1) }
-
-// add returns c plus sign times o, with a map of its own.
-func (c replicaCounts) add(o replicaCounts, sign int) replicaCounts {
-	out := replicaCounts{
-		sources: c.sources + sign*o.sources, synced: c.synced + sign*o.synced,
-		conflict: c.conflict + sign*o.conflict, failed: c.failed + sign*o.failed,
-		notSynced: maps.Clone(c.notSynced),
-	}
-	for reason, n := range o.notSynced {
-		if out.notSynced == nil {
-			out.notSynced = map[string]int{}
-		}
-		out.notSynced[reason] += sign * n
-	}
-	return out
+func (c replicaCounts) minus(o replicaCounts) replicaCounts {
+	return replicaCounts{c.sources - o.sources, c.synced - o.synced, c.conflict - o.conflict, c.failed - o.failed}
 }
