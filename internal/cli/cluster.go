@@ -101,6 +101,20 @@ func (c cluster) objectNamed(ctx context.Context, kind, namespace, name string) 
 	return obj, nil
 }
 
+// objectsNamed reads, with one request, the metadata of every object of kind named
+// name, by namespace: what stands where a source's replicas go.
+func (c cluster) objectsNamed(ctx context.Context, kind, name string) (map[string]*metav1.PartialObjectMetadata, error) {
+	list := metadataList(kind)
+	if err := c.client.List(ctx, list, client.MatchingFields{"metadata.name": name}); err != nil {
+		return nil, fmt.Errorf("listing %ss named %s: %w", kind, name, err)
+	}
+	out := make(map[string]*metav1.PartialObjectMetadata, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Namespace] = &list.Items[i]
+	}
+	return out, nil
+}
+
 // syncs lists the ConfigMapSyncs; none when the CRD is not installed.
 func (c cluster) syncs(ctx context.Context) ([]v1alpha1.ConfigMapSync, error) {
 	var list v1alpha1.ConfigMapSyncList

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -49,6 +50,10 @@ func explain(ctx context.Context, c cluster, kind, ref, in string, policy desire
 	if err != nil {
 		return Explanation{}, err
 	}
+	named, err := c.objectsNamed(ctx, src.kind, src.replicaName)
+	if err != nil {
+		return Explanation{}, err
+	}
 	found := false
 	for _, ns := range namespaces {
 		if in != "" && ns.Name != in {
@@ -57,9 +62,7 @@ func explain(ctx context.Context, c cluster, kind, ref, in string, policy desire
 		found = true
 		verdict := desired.ExplainTarget(src.targets, src.namespace, ns, policy)
 		row := ExplainRow{Namespace: ns.Name, Replica: src.replicaName, Wanted: verdict.Wanted, Rule: verdict.Rule}
-		if row.Now, err = whatIsThere(ctx, c, src, ns.Name, verdict.Wanted); err != nil {
-			return Explanation{}, err
-		}
+		row.Now = whatIsThere(src, named[ns.Name], verdict.Wanted)
 		out.Rows = append(out.Rows, row)
 	}
 	if !found {
@@ -68,24 +71,22 @@ func explain(ctx context.Context, c cluster, kind, ref, in string, policy desire
 	return out, nil
 }
 
-// whatIsThere describes the object that has the replica's name in namespace.
-func whatIsThere(ctx context.Context, c cluster, src source, namespace string, wanted bool) (string, error) {
-	obj, err := c.objectNamed(ctx, src.kind, namespace, src.replicaName)
+// whatIsThere describes obj, the object that has the replica's name in a namespace
+// (nil: none).
+func whatIsThere(src source, obj *metav1.PartialObjectMetadata, wanted bool) string {
 	switch {
-	case err != nil:
-		return "", err
 	case obj == nil && wanted:
-		return "missing (cmsync has not written it yet: see the source's status)", nil
+		return "missing (cmsync has not written it yet: see the source's status)"
 	case obj == nil:
-		return "none", nil
+		return "none"
 	case src.owner.Owns(obj) && wanted:
-		return "replica", nil
+		return "replica"
 	case src.owner.Owns(obj):
-		return "stale replica (cmsync deletes it)", nil
+		return "stale replica (cmsync deletes it)"
 	case wanted:
-		return "conflict: " + desired.DescribeHolder(src.kind, obj), nil
+		return "conflict: " + desired.DescribeHolder(src.kind, obj)
 	}
-	return "another object of that name (not this source's)", nil
+	return "another object of that name (not this source's)"
 }
 
 // readSource reads the source kind/ref from the cluster.

@@ -61,14 +61,15 @@ func previewOf(ctx context.Context, c cluster, changed source, policy desired.Po
 	for _, ns := range namespaces {
 		byName[ns.Name] = ns
 	}
+	named, err := c.objectsNamed(ctx, changed.kind, changed.replicaName)
+	if err != nil {
+		return Preview{}, err
+	}
 	wanted := map[string]bool{}
 	for _, ns := range desired.TargetNamespaces(changed.targets, changed.namespace, namespaces, policy) {
 		key := ns + "/" + changed.replicaName
 		wanted[key] = true
-		obj, err := c.objectNamed(ctx, changed.kind, ns, changed.replicaName)
-		if err != nil {
-			return Preview{}, err
-		}
+		obj := named[ns]
 		rule := desired.ExplainTarget(changed.targets, changed.namespace, byName[ns], policy).Rule
 		switch {
 		case obj != nil && !changed.owner.Owns(obj):
