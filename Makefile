@@ -71,7 +71,6 @@ plugin-dist: ## Build kubectl-cmsync archives for every platform into bin/dist a
 	for platform in $(PLUGIN_PLATFORMS); do \
 	  os=$${platform%/*}; arch=$${platform#*/}; dir=$(BIN)/dist/$$os-$$arch; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -o $$dir/kubectl-cmsync ./cmd/kubectl-cmsync; \
-	  cp LICENSE $$dir/ 2>/dev/null || true; \
 	  tar -C $$dir --sort=name --mtime=@0 --owner=0 --group=0 -czf $(BIN)/dist/kubectl-cmsync_$${os}_$${arch}.tar.gz .; \
 	  sum=$$(sha256sum $(BIN)/dist/kubectl-cmsync_$${os}_$${arch}.tar.gz | cut -d' ' -f1); \
 	  sed -i "s/SHA256_$${os}_$${arch}/$$sum/" $(BIN)/dist/cmsync.yaml; \
