@@ -142,7 +142,7 @@ test-alerts: ## promtool: check the alert rules and run their unit tests (test/a
 	$(PROMTOOL) test rules test/alerts/alerts_test.yaml
 
 .PHONY: test
-test: vet lint lint-workflows verify helm-lint test-alerts test-unit fuzz-short test-integration e2e test-release test-node-e2e ## Run every test: lint, workflows, generated files, chart, alert rules, unit, a short fuzz, integration, end-to-end, the release path, and the chart's Pod on a real node.
+test: vet lint lint-workflows verify helm-lint test-alerts test-unit fuzz-short test-integration e2e bench-smoke test-release test-node-e2e ## Run every test: lint, workflows, generated files, chart, alert rules, unit, a short fuzz, integration, end-to-end, a bench smoke run, the release path, and the chart's Pod on a real node.
 
 FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzTemplate FuzzParseKeys FuzzParseTargetName
 FUZZTIME ?= 2m
@@ -211,6 +211,18 @@ BENCH_ARGS ?=
 .PHONY: bench
 bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s -rounds 3" for a short run.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync $(BENCH_ARGS)
+
+SWEEP_ARGS ?=
+
+.PHONY: bench-sweep
+bench-sweep: build ## The curve: fan-out, mass update, cleanup and restart against LIMIT at N=100/1,000/10,000 namespaces, S=1/10/100 sources and 1/100/900 KiB objects (3 rounds each, about 1.5 h); bench/results/sweep-*.json and the plots in bench/plots/.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep $(SWEEP_ARGS)
+
+.PHONY: bench-smoke
+bench-smoke: build ## A tiny sweep (20 namespaces, 2 sources, one round), so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep \
+	  -sweep-n 20 -sweep-s 2 -sweep-sizes 4Ki -sweep-base-n 20 -sweep-rounds 1 -idle 3s \
+	  -out $(BIN)/bench-smoke -plot-dir $(BIN)/bench-smoke/plots
 
 CHAOS_KILLS ?= 100
 CHAOS_LEADER_KILLS ?= 5

@@ -34,7 +34,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/procfs"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 )
@@ -43,6 +45,10 @@ type config struct {
 	namespaces, unrelated, sources, workers, rounds, secretRounds int
 	idle                                                          time.Duration
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
+	sweep                                                         bool
+	sweepN, sweepS, sweepSizes                                    string
+	sweepBaseN, sweepRounds                                       int
+	plot, plotDir                                                 string
 }
 
 // Result is one run's figures; durations in seconds, memory in MiB.
@@ -121,7 +127,10 @@ type Phases struct {
 
 type Restart struct {
 	ReadySeconds float64 `json:"readySeconds"`
-	Writes       int64   `json:"writes"`
+	// VerifiedSeconds is when every replica had been compared with its source (the
+	// sweep measures it).
+	VerifiedSeconds float64 `json:"verifiedSeconds,omitempty"`
+	Writes          int64   `json:"writes"`
 }
 
 type Memory struct {
@@ -167,7 +176,22 @@ func main() {
 		"",
 		"directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's fan-out and update",
 	)
+	flag.BoolVar(
+		&c.sweep,
+		"sweep",
+		false,
+		"measure the curve instead: fan-out, mass update, cleanup and restart against LIMIT at each point of -sweep-n, -sweep-s "+
+			"and -sweep-sizes, each on a control plane of its own; writes bench/results/sweep-<time>.json and the plots",
+	)
+	flag.StringVar(&c.sweepN, "sweep-n", "100,1000,10000", "namespaces of the sweep's points with one source of 1 KiB")
+	flag.StringVar(&c.sweepS, "sweep-s", "1,10,100", "sources of the sweep's points with -sweep-base-n namespaces and 1 KiB")
+	flag.StringVar(&c.sweepSizes, "sweep-sizes", "1Ki,100Ki,900Ki", "object sizes of the sweep's points with one source and -sweep-base-n namespaces")
+	flag.IntVar(&c.sweepBaseN, "sweep-base-n", 1000, "namespaces of the -sweep-s and -sweep-sizes points")
+	flag.IntVar(&c.sweepRounds, "sweep-rounds", 3, "rounds at each point of the sweep; the figures are medians")
+	flag.StringVar(&c.plot, "plot", "", "only draw the plots of this sweep JSON")
+	flag.StringVar(&c.plotDir, "plot-dir", "bench/plots", "directory of the sweep's PNG plots")
 	flag.Parse()
+	ctrllog.SetLogger(logr.Discard()) // the control plane's start logs nothing the bench needs
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -175,31 +199,53 @@ func main() {
 }
 
 func run(c config) error {
+	if c.plot != "" {
+		return drawSweep(c.plot, c.plotDir)
+	}
+	if c.sweep {
+		return sweep(c)
+	}
+	b, stop, err := startBench(c, controlplane.Options{})
+	if err != nil {
+		return err
+	}
+	defer stop()
+	b.res = Result{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces, Unrelated: c.unrelated,
+		Sources: c.sources, Memory: map[string]Memory{}, Ratios: map[string]float64{}}
+	return b.run()
+}
+
+// startBench starts a control plane of its own, auditing writes, and returns a bench
+// on it and the function that stops it and removes its data.
+func startBench(c config, o controlplane.Options) (*bench, func(), error) {
 	work, err := os.MkdirTemp("", "cmsync-bench-")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer func() { _ = os.RemoveAll(work) }() // best effort: a leftover is in the system temp dir
-	audit := filepath.Join(work, "audit.log")
-	env, err := controlplane.StartWith(controlplane.Options{CRDDirs: []string{"deploy/crds"}, AuditLog: audit})
+	removeWork := func() { _ = os.RemoveAll(work) } // best effort: a leftover is in the system temp dir
+	o.CRDDirs, o.AuditLog = []string{"deploy/crds"}, filepath.Join(work, "audit.log")
+	env, err := controlplane.StartWith(o)
 	if err != nil {
-		return err
+		removeWork()
+		return nil, nil, err
 	}
-	defer env.Stop() //nolint:errcheck
+	stop := func() {
+		_ = env.Stop() // best effort: its data is in the work directory, removed next
+		removeWork()
+	}
 	kubeconfig := filepath.Join(work, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
-		return err
+		stop()
+		return nil, nil, err
 	}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = -1, 0 // the plain client: no client-side throttle
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return err
+		stop()
+		return nil, nil, err
 	}
-	b := &bench{c: c, cs: cs, kubeconfig: kubeconfig, audit: audit, work: work, kind: configMaps{cs},
-		res: Result{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces, Unrelated: c.unrelated,
-			Sources: c.sources, Memory: map[string]Memory{}, Ratios: map[string]float64{}}}
-	return b.run()
+	return &bench{c: c, cs: cs, kubeconfig: kubeconfig, audit: o.AuditLog, work: work, kind: configMaps{cs}, payload: strings.Repeat("x", 1024)}, stop, nil
 }
 
 type bench struct {
@@ -210,6 +256,8 @@ type bench struct {
 	targets                 []string
 	// kind is what the phases write: ConfigMaps, then Secrets.
 	kind objects
+	// payload is the value of each source and of each of LIMIT's objects.
+	payload string
 }
 
 func (b *bench) run() error {
@@ -229,11 +277,11 @@ func (b *bench) run() error {
 	step("MEMORY with U=0")
 	proc := b.startCmsync()
 	b.fanOut(ctx, "mem0", 1)
-	b.update(ctx, "mem0")
+	b.update(ctx, "mem0", 1)
 	time.Sleep(5*time.Second + b.c.idle)
 	b.res.Memory["u0"] = proc.memory()
 	b.heapProfile(proc, "u0")
-	b.cleanup(ctx, "mem0")
+	b.cleanup(ctx, "mem0", 1)
 	proc.stop()
 
 	// The same with --secrets=enabled and no Secret labelled: what turning Secrets on
@@ -242,17 +290,16 @@ func (b *bench) run() error {
 	step("MEMORY with U=0 and --secrets=enabled")
 	proc = b.startCmsync("--secrets=enabled")
 	b.fanOut(ctx, "mem0s", 1)
-	b.update(ctx, "mem0s")
+	b.update(ctx, "mem0s", 1)
 	time.Sleep(5*time.Second + b.c.idle)
 	b.res.Memory["u0-secrets-enabled"] = proc.memory()
-	b.cleanup(ctx, "mem0s")
+	b.cleanup(ctx, "mem0s", 1)
 	proc.stop()
 
 	step("creating %d unrelated ConfigMaps", b.c.unrelated)
-	payload := strings.Repeat("x", 1024)
 	must(parallel(b.c.workers, b.c.unrelated, func(i int) error {
 		_, err := b.cs.CoreV1().ConfigMaps(b.targets[i%len(b.targets)]).Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i)}, Data: map[string]string{"v": payload}}, metav1.CreateOptions{})
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i)}, Data: map[string]string{"v": b.payload}}, metav1.CreateOptions{})
 		return err
 	}))
 
@@ -266,7 +313,7 @@ func (b *bench) run() error {
 			b.c.rounds,
 			b.c.workers,
 		)
-		limit := b.limit(ctx, payload, func(phase string) func() {
+		limit := b.limit(ctx, 1, func(phase string) func() {
 			return b.cpuProfiles(ctx, proc, fmt.Sprintf("limit-%s-r%02d", phase, r))
 		})
 		b.res.LimitRounds = append(b.res.LimitRounds, limit.phases())
@@ -277,10 +324,10 @@ func (b *bench) run() error {
 		round.create = b.fanOut(ctx, name, 1)
 		profiled()
 		profiled = b.cpuProfiles(ctx, proc, fmt.Sprintf("update-r%02d", r))
-		round.update = b.update(ctx, name)
+		round.update = b.update(ctx, name, 1)
 		profiled()
 		if r < b.c.rounds-1 {
-			round.delete = b.cleanup(ctx, name)
+			round.delete = b.cleanup(ctx, name, 1)
 		} else {
 			// The last round's source stays for IDLE and RESTART.
 			step("IDLE for %s", b.c.idle)
@@ -296,7 +343,7 @@ func (b *bench) run() error {
 			proc, b.res.Restart = b.restart()
 
 			step("CLEANUP")
-			round.delete = b.cleanup(ctx, name)
+			round.delete = b.cleanup(ctx, name, 1)
 		}
 		b.res.CmsyncRounds = append(b.res.CmsyncRounds, round.phases())
 		b.res.CmsyncBreakdown = append(b.res.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
@@ -304,7 +351,7 @@ func (b *bench) run() error {
 	proc.stop()
 	b.res.Rounds = b.c.rounds
 	b.res.Limit, b.res.Cmsync = medians(b.res.LimitRounds), medians(b.res.CmsyncRounds)
-	b.secretRounds(ctx, payload)
+	b.secretRounds(ctx)
 
 	if b.c.sources > 0 {
 		step("SCALE: %d sources to %d namespaces", b.c.sources, b.c.namespaces)
@@ -385,7 +432,7 @@ func medianSplit(rounds []Breakdown, get func(Breakdown) Split) Split {
 // each namespace.
 // secretRounds runs the rounds again with Secrets: LIMIT writes Secrets, cmsync runs
 // with --secrets=enabled and replicates a Secret source; then an idle minute.
-func (b *bench) secretRounds(ctx context.Context, payload string) {
+func (b *bench) secretRounds(ctx context.Context) {
 	if b.c.secretRounds == 0 {
 		return
 	}
@@ -396,14 +443,14 @@ func (b *bench) secretRounds(ctx context.Context, payload string) {
 	noProfile := func(string) func() { return func() {} }
 	for r := range b.c.secretRounds {
 		step("Secret round %d of %d: LIMIT, then cmsync's FAN-OUT, UPDATE, CLEANUP", r+1, b.c.secretRounds)
-		limit := b.limit(ctx, payload, noProfile)
+		limit := b.limit(ctx, 1, noProfile)
 		res.LimitRounds = append(res.LimitRounds, limit.phases())
 		res.LimitBreakdown = append(res.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
 		name := fmt.Sprintf("secret-r%02d", r)
 		var round windows
 		round.create = b.fanOut(ctx, name, 1)
-		round.update = b.update(ctx, name)
-		round.delete = b.cleanup(ctx, name)
+		round.update = b.update(ctx, name, 1)
+		round.delete = b.cleanup(ctx, name, 1)
 		res.CmsyncRounds = append(res.CmsyncRounds, round.phases())
 		res.CmsyncBreakdown = append(res.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
 	}
@@ -413,7 +460,7 @@ func (b *bench) secretRounds(ctx context.Context, payload string) {
 	from := time.Now()
 	time.Sleep(b.c.idle)
 	res.IdleWrites = b.cmsyncWrites(from, time.Now())
-	b.cleanup(ctx, "secret-idle")
+	b.cleanup(ctx, "secret-idle", 1)
 	proc.stop()
 	res.Rounds = b.c.secretRounds
 	res.Limit, res.Cmsync = medians(res.LimitRounds), medians(res.CmsyncRounds)
@@ -422,27 +469,32 @@ func (b *bench) secretRounds(ctx context.Context, payload string) {
 	b.res.Ratios["secret cleanup/limitDelete"] = res.Cmsync.Delete / res.Limit.Delete
 }
 
-func (b *bench) limit(ctx context.Context, payload string, profile func(phase string) (wait func())) windows {
+// limit times a plain client creating, updating and deleting perNamespace objects of
+// the payload's size in each namespace: the very writes of perNamespace sources' fan-out,
+// update and cleanup.
+func (b *bench) limit(ctx context.Context, perNamespace int, profile func(phase string) (wait func())) windows {
 	var p windows
-	object := func(i int) object {
-		return object{ObjectMeta: metav1.ObjectMeta{Name: "limit", Namespace: b.targets[i]}, data: map[string]string{"v": payload}}
+	n := perNamespace * len(b.targets)
+	object := func(i int, value string) object {
+		return object{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("limit-%03d", i/len(b.targets)), Namespace: b.targets[i%len(b.targets)]},
+			data: map[string]string{"v": value}}
 	}
 	wait := profile("create")
 	p.create = b.timed(func() error {
-		return parallel(b.c.workers, len(b.targets), func(i int) error { return b.kind.create(ctx, object(i)) })
+		return parallel(b.c.workers, n, func(i int) error { return b.kind.create(ctx, object(i, b.payload)) })
 	})
 	wait()
 	wait = profile("update")
+	updated := "u" + b.payload[1:] // the same size
 	p.update = b.timed(func() error {
-		return parallel(b.c.workers, len(b.targets), func(i int) error {
-			o := object(i)
-			o.data["v"] = "updated-" + payload[:1000]
-			return b.kind.update(ctx, o)
-		})
+		return parallel(b.c.workers, n, func(i int) error { return b.kind.update(ctx, object(i, updated)) })
 	})
 	wait()
 	p.delete = b.timed(func() error {
-		return parallel(b.c.workers, len(b.targets), func(i int) error { return b.kind.delete(ctx, b.targets[i], "limit") })
+		return parallel(b.c.workers, n, func(i int) error {
+			o := object(i, "")
+			return b.kind.delete(ctx, o.Namespace, o.Name)
+		})
 	})
 	return p
 }
@@ -451,7 +503,7 @@ func (b *bench) source(name string) object {
 	return object{ObjectMeta: metav1.ObjectMeta{Namespace: sourceNamespace, Name: name,
 		Labels:      map[string]string{"cmsync.io/replicate": "true"},
 		Annotations: map[string]string{"cmsync.io/target-namespaces": "bench-[0-9]*"}},
-		data: map[string]string{"v": "1", "payload": strings.Repeat("y", 1000)}}
+		data: map[string]string{"v": "1", "payload": b.payload}}
 }
 
 // object is a ConfigMap's or a Secret's metadata and string data.
@@ -550,23 +602,27 @@ func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
 	return w
 }
 
-// update changes the first source named prefix and times until cmsync has rewritten
-// every replica, then checks them.
-func (b *bench) update(ctx context.Context, prefix string) window {
-	w := b.timedUntilWritten(prefix, len(b.targets), []string{verbUpdate, "patch"}, func() error {
-		src := b.source(prefix + "-000")
-		src.data["v"] = "2"
-		return b.kind.update(ctx, src)
+// update changes the sources prefix-000 to prefix-<count-1> at once (a mass change, as
+// a CA rotation is) and times until cmsync has rewritten every replica, then checks them.
+func (b *bench) update(ctx context.Context, prefix string, count int) window {
+	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{verbUpdate, "patch"}, func() error {
+		return parallel(b.c.workers, count, func(i int) error {
+			src := b.source(fmt.Sprintf("%s-%03d", prefix, i))
+			src.data["v"] = "2"
+			return b.kind.update(ctx, src)
+		})
 	})
-	b.checkReplicas(ctx, prefix, len(b.targets), "2")
+	b.checkReplicas(ctx, prefix, count*len(b.targets), "2")
 	return w
 }
 
-// cleanup deletes the source named prefix-000 and times until cmsync has deleted every
-// replica, then checks that none is left.
-func (b *bench) cleanup(ctx context.Context, prefix string) window {
-	w := b.timedUntilWritten(prefix, len(b.targets), []string{"delete"}, func() error {
-		return b.kind.delete(ctx, sourceNamespace, prefix+"-000")
+// cleanup deletes the sources prefix-000 to prefix-<count-1> and times until cmsync has
+// deleted every replica, then checks that none is left.
+func (b *bench) cleanup(ctx context.Context, prefix string, count int) window {
+	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{"delete"}, func() error {
+		return parallel(b.c.workers, count, func(i int) error {
+			return b.kind.delete(ctx, sourceNamespace, fmt.Sprintf("%s-%03d", prefix, i))
+		})
 	})
 	b.checkReplicas(ctx, prefix, 0, "")
 	return w
@@ -696,9 +752,9 @@ type auditEvent struct {
 
 // auditedWrites calls fn with every completed write request in the audit log.
 func (b *bench) auditedWrites(fn func(e auditEvent)) {
-	log := b.openAudit(false, nil)
-	defer log.close()
-	log.read(fn)
+	tail := b.openAudit(false, nil)
+	defer tail.close()
+	tail.read(fn)
 }
 
 // cmsyncWrites counts the write requests the API server audited from cmsync between
@@ -716,7 +772,7 @@ func (b *bench) cmsyncWrites(from, to time.Time) int64 {
 
 // isLimitWrite picks the plain client's writes of the LIMIT phases.
 func (b *bench) isLimitWrite(e auditEvent) bool {
-	return e.ObjectRef.Resource == b.kind.resource() && e.ObjectRef.Name == "limit"
+	return e.ObjectRef.Resource == b.kind.resource() && strings.HasPrefix(e.ObjectRef.Name, "limit-")
 }
 
 // isCmsyncReplicaWrite picks cmsync's writes to replicas (not its status patches of
@@ -929,14 +985,7 @@ func (b *bench) print() {
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "UPDATE (N replicas follow)", r.Cmsync.Update, r.Limit.Update, r.Ratios["update/limitUpdate"])
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "CLEANUP (N replicas deleted)", r.Cmsync.Delete, r.Limit.Delete, r.Ratios["cleanup/limitDelete"])
 	fmt.Println("where the time went (medians; seconds before the first write, writing, after the last write):")
-	for _, ph := range []struct {
-		name string
-		get  func(Breakdown) Split
-	}{
-		{"create", func(b Breakdown) Split { return b.Create }},
-		{"update", func(b Breakdown) Split { return b.Update }},
-		{"delete", func(b Breakdown) Split { return b.Delete }},
-	} {
+	for _, ph := range phaseSplits {
 		c, l := medianSplit(r.CmsyncBreakdown, ph.get), medianSplit(r.LimitBreakdown, ph.get)
 		fmt.Printf(
 			"  %-6s cmsync %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)   LIMIT %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)\n",

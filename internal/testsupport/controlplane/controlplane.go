@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -38,6 +39,11 @@ type Options struct {
 	// AuditAllFrom lists users whose every request, reads included, is audited too
 	// (the e2e suite proves from it that cmsync's RBAC grants nothing unused).
 	AuditAllFrom []string
+	// EtcdQuotaBytes, when set, replaces etcd's backend quota (2 GiB by default), and
+	// the API server compacts etcd every minute instead of every five: the bench writes
+	// gigabytes of large objects, and old revisions count against the quota until
+	// compacted.
+	EtcdQuotaBytes int64
 }
 
 // auditPolicy records write requests at Metadata level, every request of the users
@@ -87,6 +93,13 @@ func StartWith(o Options) (*Env, error) {
 			// Never rotate: readers follow one file (the bench's 100,000 writes fill the
 			// default 100 MB).
 			Set("audit-log-maxsize", "1000000")
+	}
+	if o.EtcdQuotaBytes > 0 {
+		if env.ControlPlane.Etcd == nil {
+			env.ControlPlane.Etcd = &envtest.Etcd{}
+		}
+		env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(o.EtcdQuotaBytes, 10))
+		env.ControlPlane.GetAPIServer().Configure().Set("etcd-compaction-interval", "1m")
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
+)
+
+// SweepResult is the curve: cmsync against LIMIT as the namespaces, the sources and the
+// object size grow.
+type SweepResult struct {
+	Date       string  `json:"date"`
+	Machine    string  `json:"machine"`
+	Rounds     int     `json:"rounds"`
+	CmsyncArgs string  `json:"cmsyncArgs,omitempty"`
+	Points     []Point `json:"points"`
+}
+
+// Point is one point of the curve: Sources sources, each replicated to all Namespaces,
+// with a value of SizeBytes. LIMIT makes the very same writes with a plain client: it
+// creates, updates and deletes Sources objects of that size in every namespace.
+type Point struct {
+	Namespaces int `json:"namespaces"`
+	Sources    int `json:"sources"`
+	SizeBytes  int `json:"sizeBytes"`
+	Replicas   int `json:"replicas"`
+	// Limit and Cmsync are the medians of the rounds' seconds (Update is the mass
+	// change: every source changed at once); Ratios divides the two.
+	Limit  Phases `json:"limit"`
+	Cmsync Phases `json:"cmsync"`
+	Ratios Phases `json:"ratios"`
+	// CPU is the medians of the CPU seconds of each process in each phase.
+	LimitCPU  map[string]map[string]float64 `json:"limitCPU"`
+	CmsyncCPU map[string]map[string]float64 `json:"cmsyncCPU"`
+	// ServerCPUPer1000 is kube-apiserver's and etcd's CPU seconds per 1,000 writes,
+	// the median over the rounds of each phase.
+	LimitServerCPUPer1000  Phases `json:"limitServerCPUPer1000Writes"`
+	CmsyncServerCPUPer1000 Phases `json:"cmsyncServerCPUPer1000Writes"`
+	// Memory is cmsync's resident size with the point's replicas in place.
+	Memory  Memory  `json:"memory"`
+	Restart Restart `json:"restart"`
+	// Rounds and breakdowns as in Result.
+	LimitRounds     []Phases    `json:"limitRounds"`
+	CmsyncRounds    []Phases    `json:"cmsyncRounds"`
+	LimitBreakdown  []Breakdown `json:"limitBreakdown"`
+	CmsyncBreakdown []Breakdown `json:"cmsyncBreakdown"`
+}
+
+// sweepPoints lists the points: the namespaces with one 1 KiB source, then the
+// sources and the sizes at -sweep-base-n namespaces, each point once.
+func sweepPoints(c config) ([]Point, error) {
+	var points []Point
+	seen := map[[3]int]bool{}
+	add := func(n, s, size int) {
+		if key := [3]int{n, s, size}; !seen[key] {
+			seen[key] = true
+			points = append(points, Point{Namespaces: n, Sources: s, SizeBytes: size, Replicas: n * s})
+		}
+	}
+	ns, err := intList(c.sweepN)
+	if err != nil {
+		return nil, fmt.Errorf("-sweep-n: %w", err)
+	}
+	sources, err := intList(c.sweepS)
+	if err != nil {
+		return nil, fmt.Errorf("-sweep-s: %w", err)
+	}
+	var sizes []int
+	for _, field := range strings.Split(c.sweepSizes, ",") {
+		q, err := resource.ParseQuantity(strings.TrimSpace(field))
+		if err != nil || q.Value() < 2 {
+			return nil, fmt.Errorf("-sweep-sizes: %q is not a size of at least 2 bytes", field)
+		}
+		sizes = append(sizes, int(q.Value()))
+	}
+	for _, n := range ns {
+		add(n, 1, 1024)
+	}
+	for _, s := range sources {
+		add(c.sweepBaseN, s, 1024)
+	}
+	for _, size := range sizes {
+		add(c.sweepBaseN, 1, size)
+	}
+	return points, nil
+}
+
+func intList(list string) ([]int, error) {
+	var out []int
+	for _, field := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(field))
+		if err != nil || n < 1 || n > 10000 {
+			return nil, fmt.Errorf("%q is not a count between 1 and 10000", field)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// sweep measures every point on a control plane of its own, so that no point pays for
+// another's namespaces or objects, saves the JSON and draws the plots.
+func sweep(c config) error {
+	points, err := sweepPoints(c)
+	if err != nil {
+		return err
+	}
+	res := SweepResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Rounds: c.sweepRounds, CmsyncArgs: c.cmsyncArgs}
+	for i, p := range points {
+		step("SWEEP point %d of %d: %d namespaces, %d sources of %d bytes", i+1, len(points), p.Namespaces, p.Sources, p.SizeBytes)
+		// Old revisions of large objects count against etcd's quota until compacted:
+		// 900 KiB × 1,000 namespaces written six times a round is 5 GiB.
+		b, stop, err := startBench(c, controlplane.Options{EtcdQuotaBytes: 16 << 30})
+		if err != nil {
+			return err
+		}
+		b.measurePoint(&p)
+		stop()
+		res.Points = append(res.Points, p)
+		printPoint(p)
+	}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(c.out, "sweep-"+time.Now().UTC().Format("20060102-150405")+".json")
+	fmt.Println("results:", path)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return err
+	}
+	return drawSweep(path, c.plotDir)
+}
+
+// measurePoint runs the point's rounds: LIMIT's creates, updates and deletes, then
+// cmsync's fan-out, mass update and cleanup of the same writes. In the last round,
+// with every replica in place, it reads cmsync's memory and restarts it.
+func (b *bench) measurePoint(p *Point) {
+	ctx := context.Background()
+	step("creating %d namespaces", p.Namespaces)
+	for i := range p.Namespaces {
+		b.targets = append(b.targets, fmt.Sprintf("bench-%04d", i))
+	}
+	must(parallel(b.c.workers, len(b.targets), func(i int) error {
+		_, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.targets[i]}}, metav1.CreateOptions{})
+		return err
+	}))
+	must1(b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sourceNamespace}}, metav1.CreateOptions{}))
+	b.payload = strings.Repeat("x", p.SizeBytes)
+
+	noProfile := func(string) func() { return func() {} }
+	proc := b.startCmsync()
+	for r := range b.c.sweepRounds {
+		step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, b.c.sweepRounds, p.Replicas)
+		limit := b.limit(ctx, p.Sources, noProfile)
+		p.LimitRounds = append(p.LimitRounds, limit.phases())
+		p.LimitBreakdown = append(p.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
+
+		name := fmt.Sprintf("p-r%02d", r)
+		var round windows
+		round.create = b.fanOut(ctx, name, p.Sources)
+		if r == b.c.sweepRounds-1 {
+			time.Sleep(min(b.c.idle, 10*time.Second)) // let the heap settle after the burst
+			p.Memory = proc.memory()
+			b.heapProfile(proc, fmt.Sprintf("sweep-n%d-s%d-z%d", p.Namespaces, p.Sources, p.SizeBytes))
+			step("RESTART with %d replicas in sync", p.Replicas)
+			proc.stop()
+			proc, p.Restart = b.restartVerified(p.Replicas)
+		}
+		round.update = b.update(ctx, name, p.Sources)
+		round.delete = b.cleanup(ctx, name, p.Sources)
+		p.CmsyncRounds = append(p.CmsyncRounds, round.phases())
+		p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
+	}
+	proc.stop()
+
+	p.Limit, p.Cmsync = medians(p.LimitRounds), medians(p.CmsyncRounds)
+	p.Ratios = Phases{Create: p.Cmsync.Create / p.Limit.Create, Update: p.Cmsync.Update / p.Limit.Update, Delete: p.Cmsync.Delete / p.Limit.Delete}
+	p.LimitCPU, p.CmsyncCPU = cpuMedians(p.LimitBreakdown), cpuMedians(p.CmsyncBreakdown)
+	p.LimitServerCPUPer1000 = serverCPUPer1000(p.LimitBreakdown, p.Replicas)
+	p.CmsyncServerCPUPer1000 = serverCPUPer1000(p.CmsyncBreakdown, p.Replicas)
+}
+
+// phaseSplits names the phases of a Breakdown.
+var phaseSplits = []struct {
+	name string
+	get  func(Breakdown) Split
+}{
+	{"create", func(b Breakdown) Split { return b.Create }},
+	{"update", func(b Breakdown) Split { return b.Update }},
+	{"delete", func(b Breakdown) Split { return b.Delete }},
+}
+
+// cpuMedians are the medians of each process's CPU seconds, by phase.
+func cpuMedians(rounds []Breakdown) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for _, ph := range phaseSplits {
+		out[ph.name] = medianSplit(rounds, ph.get).CPU
+	}
+	return out
+}
+
+// serverCPUPer1000 is the median over the rounds of kube-apiserver's and etcd's CPU
+// seconds per 1,000 writes, by phase.
+func serverCPUPer1000(rounds []Breakdown, writes int) Phases {
+	per := func(get func(Breakdown) Split) float64 {
+		return medianOf(rounds, func(b Breakdown) float64 {
+			cpu := get(b).CPU
+			return (cpu["kube-apiserver"] + cpu["etcd"]) / float64(writes) * 1000
+		})
+	}
+	return Phases{Create: per(phaseSplits[0].get), Update: per(phaseSplits[1].get), Delete: per(phaseSplits[2].get)}
+}
+
+// restartVerified starts cmsync with every replica in place and reports when it was
+// ready, when it had verified every replica (its cmsync_replicas{state="synced"} gauges,
+// set after a source's pass compared each of its replicas with the source, add up to
+// replicas), and the writes it made until 20 s after the start (or -idle, if shorter).
+func (b *bench) restartVerified(replicas int) (*process, Restart) {
+	start := time.Now()
+	proc := b.startCmsync()
+	res := Restart{ReadySeconds: time.Since(start).Seconds()}
+	for deadline := start.Add(10 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if syncedReplicas(proc) == replicas {
+			res.VerifiedSeconds = time.Since(start).Seconds()
+			break
+		}
+		if time.Now().After(deadline) {
+			must(fmt.Errorf("after a restart cmsync verified %d of %d replicas in 10 minutes", syncedReplicas(proc), replicas))
+		}
+	}
+	time.Sleep(time.Until(start.Add(min(b.c.idle, 20*time.Second))))
+	res.Writes = b.cmsyncWrites(start, time.Now())
+	return proc, res
+}
+
+// syncedReplicas reads the sum of cmsync's cmsync_replicas{state="synced"} gauges.
+func syncedReplicas(p *process) int {
+	resp, err := http.Get("http://" + p.metrics + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer func() { _ = resp.Body.Close() }()
+	total := 0
+	scanner := bufio.NewScanner(resp.Body)
+	for scanner.Scan() {
+		line := scanner.Text()
+		if strings.HasPrefix(line, "cmsync_replicas{") && strings.Contains(line, `state="synced"`) {
+			_, value, _ := strings.Cut(line, "} ")
+			n, _ := strconv.ParseFloat(value, 64)
+			total += int(n)
+		}
+	}
+	return total
+}
+
+func printPoint(p Point) {
+	fmt.Printf("\nN=%d S=%d size=%d (%d replicas): cmsync / LIMIT (ratio), medians\n", p.Namespaces, p.Sources, p.SizeBytes, p.Replicas)
+	fmt.Printf("  fan-out      %8.2fs %8.2fs (%.2fx)\n", p.Cmsync.Create, p.Limit.Create, p.Ratios.Create)
+	fmt.Printf("  mass update  %8.2fs %8.2fs (%.2fx)\n", p.Cmsync.Update, p.Limit.Update, p.Ratios.Update)
+	fmt.Printf("  cleanup      %8.2fs %8.2fs (%.2fx)\n", p.Cmsync.Delete, p.Limit.Delete, p.Ratios.Delete)
+	fmt.Printf("  API server + etcd CPU s per 1,000 writes: create %.2f/%.2f update %.2f/%.2f delete %.2f/%.2f\n",
+		p.CmsyncServerCPUPer1000.Create, p.LimitServerCPUPer1000.Create, p.CmsyncServerCPUPer1000.Update,
+		p.LimitServerCPUPer1000.Update, p.CmsyncServerCPUPer1000.Delete, p.LimitServerCPUPer1000.Delete)
+	for _, ph := range phaseSplits {
+		fmt.Printf("  CPU %-6s cmsync phase %s   LIMIT phase %s\n", ph.name, cpuList(p.CmsyncCPU[ph.name]), cpuList(p.LimitCPU[ph.name]))
+	}
+	fmt.Printf("  memory steady %.1f MiB (peak %.1f); restart: ready %.2fs, verified %.2fs, %d writes\n\n",
+		p.Memory.SteadyMiB, p.Memory.PeakMiB, p.Restart.ReadySeconds, p.Restart.VerifiedSeconds, p.Restart.Writes)
+}
