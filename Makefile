@@ -166,7 +166,7 @@ vet: ## go vet and a gofmt check.
 
 .PHONY: test-unit
 test-unit: ## Table tests of the pure functions, predicates and the GC target.
-	go test -count=1 ./internal/gctune/... ./replicator/... ./predicates/... ./api/...
+	go test -count=1 . ./internal/gctune/... ./replicator/... ./predicates/... ./api/...
 
 .PHONY: test-integration
 test-integration: ## The reconciler against a real kube-apiserver and etcd (envtest).

@@ -83,8 +83,10 @@ func parseFlags() options {
 	flag.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
 		"Directory holding tls.crt and tls.key for --metrics-secure (reloaded when they change); empty: a self-signed certificate.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
-	flag.Float64Var(&o.qps, "kube-api-qps", 500, "Client-side limit of API requests per second.")
-	flag.IntVar(&o.burst, "kube-api-burst", 2000, "Client-side burst of API requests.")
+	flag.Float64Var(&o.qps, "kube-api-qps", 0,
+		"Client-side limit of API requests per second; 0 (the default): none, the API server's flow control (APF) paces cmsync, "+
+			"whose requests in flight are bounded by --max-concurrent-reconciles.")
+	flag.IntVar(&o.burst, "kube-api-burst", 2000, "Client-side burst of API requests, with --kube-api-qps.")
 	flag.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Sources reconciled in parallel.")
 	flag.DurationVar(&o.conflictRecheck, "conflict-recheck-interval", 30*time.Second,
 		"How soon a source whose replica is blocked by a ConfigMap cmsync does not own looks again.")
@@ -147,12 +149,24 @@ func (o options) replicatorOptions() (replicator.Options, error) {
 	}, nil
 }
 
+// clientRateLimit is client-go's QPS and burst for --kube-api-qps and --kube-api-burst.
+// Without a positive QPS there is no client-side limit (client-go's negative QPS): the
+// API server's flow control shares its capacity between clients and tells cmsync to
+// wait (429 with Retry-After, which client-go honours), and cmsync's workers bound its
+// requests in flight. client-go's own 0 would mean 5 requests per second.
+func clientRateLimit(qps float64, burst int) (float32, int) {
+	if qps <= 0 {
+		return -1, 0
+	}
+	return float32(qps), burst
+}
+
 func newManager(ctx context.Context, o options, cacheOptions cache.Options) (ctrl.Manager, error) {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
+	cfg.QPS, cfg.Burst = clientRateLimit(o.qps, o.burst)
 	cfg.UserAgent = "cmsync"
 	// Ask for uncompressed responses, as kube-controller-manager and kube-scheduler do:
 	// a controller next to the API server gains nothing from gzip, and the API server

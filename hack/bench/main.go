@@ -136,6 +136,10 @@ type Restart struct {
 type Memory struct {
 	SteadyMiB float64 `json:"steadyMiB"`
 	PeakMiB   float64 `json:"peakMiB"`
+	// The steady resident size split: anonymous memory (the Go heap and runtime) and
+	// the pages of the binary's file (shared, and dropped by the kernel under pressure).
+	AnonMiB float64 `json:"anonMiB,omitempty"`
+	FileMiB float64 `json:"fileMiB,omitempty"`
 }
 
 type Scale struct {
@@ -922,10 +926,33 @@ func (b *bench) cpuProfiles(ctx context.Context, p *process, name string) (wait 
 
 func (p *process) memory() Memory {
 	rss, peak := memoryKiB(p.cmd.Process.Pid)
+	anon, file := residentSplitKiB(p.cmd.Process.Pid)
 	return Memory{
 		SteadyMiB: float64(rss) / 1024,
 		PeakMiB:   float64(max(p.peakRSS.Load(), peak)) / 1024,
+		AnonMiB:   float64(anon) / 1024,
+		FileMiB:   float64(file) / 1024,
 	}
+}
+
+// residentSplitKiB reads RssAnon and RssFile from /proc/<pid>/status (procfs does
+// not parse them).
+func residentSplitKiB(pid int) (anon, file int64) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		name, value, _ := strings.Cut(line, ":")
+		kib, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		switch name {
+		case "RssAnon":
+			anon = kib
+		case "RssFile":
+			file = kib
+		}
+	}
+	return anon, file
 }
 
 func (p *process) stop() {

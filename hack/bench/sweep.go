@@ -50,8 +50,12 @@ type Point struct {
 	LimitServerCPUPer1000  Phases `json:"limitServerCPUPer1000Writes"`
 	CmsyncServerCPUPer1000 Phases `json:"cmsyncServerCPUPer1000Writes"`
 	// Memory is cmsync's resident size with the point's replicas in place.
-	Memory  Memory  `json:"memory"`
-	Restart Restart `json:"restart"`
+	Memory Memory `json:"memory"`
+	// TerminatedWatchers counts the watches of ConfigMaps the API server closed
+	// during the point because their client did not keep up
+	// (apiserver_terminated_watchers_total); cmsync's watch then resumes.
+	TerminatedWatchers int     `json:"terminatedWatchers"`
+	Restart            Restart `json:"restart"`
 	// Rounds and breakdowns as in Result.
 	LimitRounds     []Phases    `json:"limitRounds"`
 	CmsyncRounds    []Phases    `json:"cmsyncRounds"`
@@ -163,6 +167,10 @@ func (b *bench) measurePoint(p *Point) {
 	b.payload = strings.Repeat("x", p.SizeBytes)
 
 	noProfile := func(string) func() { return func() {} }
+	terminated := b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`)
+	defer func() {
+		p.TerminatedWatchers = b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`) - terminated
+	}()
 	proc := b.startCmsync()
 	for r := range b.c.sweepRounds {
 		step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, b.c.sweepRounds, p.Replicas)
@@ -229,12 +237,15 @@ func serverCPUPer1000(rounds []Breakdown, writes int) Phases {
 // restartVerified starts cmsync with every replica in place and reports when it was
 // ready, when it had verified every replica (its cmsync_replicas{state="synced"} gauges,
 // set after a source's pass compared each of its replicas with the source, add up to
-// replicas), and the writes it made until 20 s after the start (or -idle, if shorter).
+// replicas; read every 100 ms, as reading cmsync's metrics costs it CPU), and the
+// writes it made until 20 s after the start (or -idle, if shorter).
 func (b *bench) restartVerified(replicas int) (*process, Restart) {
 	start := time.Now()
 	proc := b.startCmsync()
 	res := Restart{ReadySeconds: time.Since(start).Seconds()}
-	for deadline := start.Add(10 * time.Minute); ; time.Sleep(10 * time.Millisecond) {
+	profiled := b.cpuProfiles(context.Background(), proc, fmt.Sprintf("restart-%d", replicas))
+	defer profiled()
+	for deadline := start.Add(10 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if syncedReplicas(proc) == replicas {
 			res.VerifiedSeconds = time.Since(start).Seconds()
 			break
@@ -246,6 +257,20 @@ func (b *bench) restartVerified(replicas int) (*process, Restart) {
 	time.Sleep(time.Until(start.Add(min(b.c.idle, 20*time.Second))))
 	res.Writes = b.cmsyncWrites(start, time.Now())
 	return proc, res
+}
+
+// apiMetric reads the value of one series of the API server's metrics (the full
+// line up to the value: name and labels); 0 when absent.
+func (b *bench) apiMetric(series string) int {
+	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	must(err)
+	for _, line := range strings.Split(string(raw), "\n") {
+		if value, ok := strings.CutPrefix(line, series+" "); ok {
+			n, _ := strconv.ParseFloat(value, 64)
+			return int(n)
+		}
+	}
+	return 0
 }
 
 // syncedReplicas reads the sum of cmsync's cmsync_replicas{state="synced"} gauges.
@@ -279,6 +304,7 @@ func printPoint(p Point) {
 	for _, ph := range phaseSplits {
 		fmt.Printf("  CPU %-6s cmsync phase %s   LIMIT phase %s\n", ph.name, cpuList(p.CmsyncCPU[ph.name]), cpuList(p.LimitCPU[ph.name]))
 	}
-	fmt.Printf("  memory steady %.1f MiB (peak %.1f); restart: ready %.2fs, verified %.2fs, %d writes\n\n",
-		p.Memory.SteadyMiB, p.Memory.PeakMiB, p.Restart.ReadySeconds, p.Restart.VerifiedSeconds, p.Restart.Writes)
+	fmt.Printf("  memory steady %.1f MiB (%.1f anonymous, %.1f of the binary's file; peak %.1f); restart: ready %.2fs, verified %.2fs, %d writes\n",
+		p.Memory.SteadyMiB, p.Memory.AnonMiB, p.Memory.FileMiB, p.Memory.PeakMiB, p.Restart.ReadySeconds, p.Restart.VerifiedSeconds, p.Restart.Writes)
+	fmt.Printf("  watches of ConfigMaps the API server closed for falling behind: %d\n\n", p.TerminatedWatchers)
 }

@@ -1,6 +1,9 @@
 package gctune
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestGCPercentFollowsTheLiveHeap(t *testing.T) {
 	for _, tc := range []struct {
@@ -16,6 +19,46 @@ func TestGCPercentFollowsTheLiveHeap(t *testing.T) {
 	} {
 		if got := gcPercentFor(tc.live); got != tc.want {
 			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
+		}
+	}
+}
+
+func TestReleaseOnceABurstIsOver(t *testing.T) {
+	var r releaser
+	allocs := uint64(0)
+	tick := func(alloc, free uint64) bool {
+		allocs += alloc
+		return r.observe(allocs, free)
+	}
+	// A burst: 200 MiB allocated over 4 retunes.
+	for range 4 {
+		if tick(50<<20, 30<<20) {
+			t.Fatal("released during the burst")
+		}
+	}
+	// Quiet: released on the third quiet retune, once.
+	released := []bool{tick(1<<20, 30<<20), tick(1<<20, 30<<20), tick(1<<20, 30<<20), tick(1<<20, 30<<20), tick(0, 30<<20)}
+	if want := []bool{false, false, true, false, false}; !slices.Equal(released, want) {
+		t.Errorf("after the burst: released %v, want %v", released, want)
+	}
+	// Quiet for long with little allocated since: nothing more to release.
+	for range 10 {
+		if tick(1<<20, 30<<20) {
+			t.Fatal("released again without a new burst")
+		}
+	}
+	// A small burst (under burstAlloc since the release) is not worth a collection.
+	tick(20<<20, 30<<20)
+	for range 5 {
+		if tick(0, 30<<20) {
+			t.Fatal("released after a small burst")
+		}
+	}
+	// A burst that left little free memory is not either.
+	tick(100<<20, 1<<20)
+	for range 5 {
+		if tick(0, 1<<20) {
+			t.Fatal("released with little free memory")
 		}
 	}
 }

@@ -2,6 +2,7 @@ package desired
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -288,6 +289,32 @@ func TestDiffReadsOwnershipFromManagedFields(t *testing.T) {
 	labels, annotations := MetadataKeysManagedBy(actual, v1alpha1.FieldManager)
 	if !labels.Equal(sets.New("old", "team")) || !annotations.Equal(sets.New("note")) {
 		t.Errorf("keys managed by cmsync: labels %v annotations %v", sets.List(labels), sets.List(annotations))
+	}
+}
+
+// The keys parsed from managedFields are remembered by their raw form; the memo must
+// never answer for other fields, also once it has started over.
+func TestManagedKeysAreRememberedByTheirRawFields(t *testing.T) {
+	withKeys := func(label string, entries ...string) *corev1.ConfigMap {
+		cm := &corev1.ConfigMap{}
+		for _, raw := range entries {
+			cm.ManagedFields = append(cm.ManagedFields, managedFields(v1alpha1.FieldManager, raw)...)
+		}
+		cm.ManagedFields = append(cm.ManagedFields, managedFields("kubectl", `{"f:metadata":{"f:labels":{"f:`+label+`-theirs":{}}}}`)...)
+		return cm
+	}
+	for i := range keysMemoSize + 10 { // past the memo's size: it starts over
+		label := fmt.Sprintf("l%d", i)
+		obj := withKeys(label, `{"f:metadata":{"f:labels":{"f:`+label+`":{}}}}`, `{"f:metadata":{"f:annotations":{"f:a":{}}}}`)
+		for range 2 { // parsed, then remembered
+			labels, annotations := MetadataKeysManagedBy(obj, v1alpha1.FieldManager)
+			if !labels.Equal(sets.New(label)) || !annotations.Equal(sets.New("a")) {
+				t.Fatalf("entry %d: labels %v annotations %v", i, sets.List(labels), sets.List(annotations))
+			}
+		}
+	}
+	if labels, annotations := MetadataKeysManagedBy(withKeys("x"), v1alpha1.FieldManager); labels.Len()+annotations.Len() != 0 {
+		t.Errorf("no entry of cmsync: labels %v annotations %v", sets.List(labels), sets.List(annotations))
 	}
 }
 
