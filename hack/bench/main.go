@@ -45,7 +45,7 @@ type config struct {
 	namespaces, unrelated, sources, workers, rounds, secretRounds int
 	idle                                                          time.Duration
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
-	sweep                                                         bool
+	sweep, apf                                                    bool
 	sweepN, sweepS, sweepSizes                                    string
 	sweepBaseN, sweepRounds                                       int
 	plot, plotDir                                                 string
@@ -192,6 +192,9 @@ func main() {
 	flag.StringVar(&c.sweepSizes, "sweep-sizes", "1Ki,100Ki,900Ki", "object sizes of the sweep's points with one source and -sweep-base-n namespaces")
 	flag.IntVar(&c.sweepBaseN, "sweep-base-n", 1000, "namespaces of the -sweep-s and -sweep-sizes points")
 	flag.IntVar(&c.sweepRounds, "sweep-rounds", 3, "rounds at each point of the sweep; the figures are medians")
+	flag.BoolVar(&c.apf, "apf", false,
+		"measure a 429 storm instead: the fan-out of -s sources to -n namespaces with cmsync's requests in a priority level of one seat, "+
+			"next to a neighbour's requests; writes bench/results/apf-<time>.json")
 	flag.StringVar(&c.plot, "plot", "", "only draw the plots of this sweep JSON")
 	flag.StringVar(&c.plotDir, "plot-dir", "bench/plots", "directory of the sweep's PNG plots")
 	flag.Parse()
@@ -208,6 +211,9 @@ func run(c config) error {
 	}
 	if c.sweep {
 		return sweep(c)
+	}
+	if c.apf {
+		return apfStorm(c)
 	}
 	b, stop, err := startBench(c, controlplane.Options{})
 	if err != nil {
@@ -249,11 +255,13 @@ func startBench(c config, o controlplane.Options) (*bench, func(), error) {
 		stop()
 		return nil, nil, err
 	}
-	return &bench{c: c, cs: cs, kubeconfig: kubeconfig, audit: o.AuditLog, work: work, kind: configMaps{cs}, payload: strings.Repeat("x", 1024)}, stop, nil
+	return &bench{c: c, env: env, cs: cs, kubeconfig: kubeconfig, audit: o.AuditLog, work: work, kind: configMaps{cs},
+		payload: strings.Repeat("x", 1024)}, stop, nil
 }
 
 type bench struct {
 	c                       config
+	env                     *controlplane.Env
 	cs                      *kubernetes.Clientset
 	kubeconfig, audit, work string
 	res                     Result
@@ -267,14 +275,7 @@ type bench struct {
 func (b *bench) run() error {
 	ctx := context.Background()
 	step("creating %d namespaces", b.c.namespaces)
-	for i := range b.c.namespaces {
-		b.targets = append(b.targets, fmt.Sprintf("bench-%04d", i))
-	}
-	must(parallel(b.c.workers, len(b.targets), func(i int) error {
-		_, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.targets[i]}}, metav1.CreateOptions{})
-		return err
-	}))
-	must1(b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sourceNamespace}}, metav1.CreateOptions{}))
+	b.createNamespaces(ctx, b.c.namespaces)
 
 	// MEMORY with U=0: the same fan-out, update and idle as with U unrelated
 	// ConfigMaps below, so the two readings differ only by U.

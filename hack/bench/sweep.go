@@ -156,14 +156,7 @@ func sweep(c config) error {
 func (b *bench) measurePoint(p *Point) {
 	ctx := context.Background()
 	step("creating %d namespaces", p.Namespaces)
-	for i := range p.Namespaces {
-		b.targets = append(b.targets, fmt.Sprintf("bench-%04d", i))
-	}
-	must(parallel(b.c.workers, len(b.targets), func(i int) error {
-		_, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.targets[i]}}, metav1.CreateOptions{})
-		return err
-	}))
-	must1(b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sourceNamespace}}, metav1.CreateOptions{}))
+	b.createNamespaces(ctx, p.Namespaces)
 	b.payload = strings.Repeat("x", p.SizeBytes)
 
 	noProfile := func(string) func() { return func() {} }
@@ -201,6 +194,19 @@ func (b *bench) measurePoint(p *Point) {
 	p.LimitCPU, p.CmsyncCPU = cpuMedians(p.LimitBreakdown), cpuMedians(p.CmsyncBreakdown)
 	p.LimitServerCPUPer1000 = serverCPUPer1000(p.LimitBreakdown, p.Replicas)
 	p.CmsyncServerCPUPer1000 = serverCPUPer1000(p.CmsyncBreakdown, p.Replicas)
+}
+
+// createNamespaces creates the n target namespaces bench-0000… and the sources'
+// namespace.
+func (b *bench) createNamespaces(ctx context.Context, n int) {
+	for i := range n {
+		b.targets = append(b.targets, fmt.Sprintf("bench-%04d", i))
+	}
+	must(parallel(b.c.workers, len(b.targets), func(i int) error {
+		_, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: b.targets[i]}}, metav1.CreateOptions{})
+		return err
+	}))
+	must1(b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sourceNamespace}}, metav1.CreateOptions{}))
 }
 
 // phaseSplits names the phases of a Breakdown.

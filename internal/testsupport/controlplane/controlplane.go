@@ -108,5 +108,19 @@ func StartWith(o Options) (*Env, error) {
 	return &Env{env: env, Config: cfg, KubeConfig: env.KubeConfig}, nil
 }
 
+// AddUser provisions a user of the given name and groups (a client certificate) and
+// returns a kubeconfig that authenticates as it. It holds no permission until bound.
+func (e *Env) AddUser(name string, groups ...string) ([]byte, *rest.Config, error) {
+	user, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, e.Config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("adding user %s: %w", name, err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("writing the kubeconfig of %s: %w", name, err)
+	}
+	return kubeconfig, user.Config(), nil
+}
+
 // Stop stops the control plane and removes its data.
 func (e *Env) Stop() error { return e.env.Stop() }
