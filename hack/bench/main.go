@@ -158,8 +158,11 @@ const sourceNamespace = "bench-src"
 // writeVerbs are the audit log's verbs of a replica write.
 var writeVerbs = []string{"create", verbUpdate, "patch"}
 
-// verbUpdate is the audit log's verb of an update.
-const verbUpdate = "update"
+// verbUpdate and verbDelete are the audit log's verbs of an update and a delete.
+const (
+	verbUpdate = "update"
+	verbDelete = "delete"
+)
 
 func main() {
 	var c config
@@ -195,7 +198,7 @@ func main() {
 	flag.BoolVar(&c.apf, "apf", false,
 		"measure a 429 storm instead: the fan-out of -s sources to -n namespaces with cmsync's requests in a priority level of one seat, "+
 			"next to a neighbour's requests; writes bench/results/apf-<time>.json")
-	flag.StringVar(&c.plot, "plot", "", "only draw the plots of this sweep JSON")
+	flag.StringVar(&c.plot, "plot", "", "only draw the plots of these sweep JSON files (comma-separated; a later file's point replaces an earlier one's)")
 	flag.StringVar(&c.plotDir, "plot-dir", "bench/plots", "directory of the sweep's PNG plots")
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // the control plane's start logs nothing the bench needs
@@ -433,8 +436,6 @@ func medianSplit(rounds []Breakdown, get func(Breakdown) Split) Split {
 	}
 }
 
-// limit times a plain client creating, updating and deleting one 1 KiB ConfigMap in
-// each namespace.
 // secretRounds runs the rounds again with Secrets: LIMIT writes Secrets, cmsync runs
 // with --secrets=enabled and replicates a Secret source; then an idle minute.
 func (b *bench) secretRounds(ctx context.Context) {
@@ -474,25 +475,32 @@ func (b *bench) secretRounds(ctx context.Context) {
 	b.res.Ratios["secret cleanup/limitDelete"] = res.Cmsync.Delete / res.Limit.Delete
 }
 
-// limit times a plain client creating, updating and deleting perNamespace objects of
-// the payload's size in each namespace: the very writes of perNamespace sources' fan-out,
-// update and cleanup.
+// limit times a plain client creating, updating and deleting perNamespace objects in
+// each namespace: the very writes of perNamespace sources' fan-out, update and cleanup.
+// Each object is what cmsync's replica of a bench source is: the same data keys and
+// values, and as many labels and annotations of the same sizes (under keys of the
+// bench's own, which cmsync's caches never select), because the API server's cost of
+// a write grows with the fields it tracks; an update changes "v" as the sources' do.
 func (b *bench) limit(ctx context.Context, perNamespace int, profile func(phase string) (wait func())) windows {
 	var p windows
 	n := perNamespace * len(b.targets)
-	object := func(i int, value string) object {
-		return object{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("limit-%03d", i/len(b.targets)), Namespace: b.targets[i%len(b.targets)]},
-			data: map[string]string{"v": value}}
+	object := func(i int, v string) object {
+		name := fmt.Sprintf("limit-%03d", i/len(b.targets))
+		return object{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.targets[i%len(b.targets)],
+				Labels:      map[string]string{"bench.limit/managed-by": "cmsync", "bench.limit/source-id": strings.Repeat("0", 40)},
+				Annotations: map[string]string{"bench.limit/source": sourceNamespace + "/" + name}},
+			data: map[string]string{"v": v, "payload": b.payload},
+		}
 	}
 	wait := profile("create")
 	p.create = b.timed(func() error {
-		return parallel(b.c.workers, n, func(i int) error { return b.kind.create(ctx, object(i, b.payload)) })
+		return parallel(b.c.workers, n, func(i int) error { return b.kind.create(ctx, object(i, "1")) })
 	})
 	wait()
 	wait = profile("update")
-	updated := "u" + b.payload[1:] // the same size
 	p.update = b.timed(func() error {
-		return parallel(b.c.workers, n, func(i int) error { return b.kind.update(ctx, object(i, updated)) })
+		return parallel(b.c.workers, n, func(i int) error { return b.kind.update(ctx, object(i, "2")) })
 	})
 	wait()
 	p.delete = b.timed(func() error {
@@ -624,13 +632,19 @@ func (b *bench) update(ctx context.Context, prefix string, count int) window {
 // cleanup deletes the sources prefix-000 to prefix-<count-1> and times until cmsync has
 // deleted every replica, then checks that none is left.
 func (b *bench) cleanup(ctx context.Context, prefix string, count int) window {
-	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{"delete"}, func() error {
+	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{verbDelete}, func() error {
 		return parallel(b.c.workers, count, func(i int) error {
 			return b.kind.delete(ctx, sourceNamespace, fmt.Sprintf("%s-%03d", prefix, i))
 		})
 	})
 	b.checkReplicas(ctx, prefix, 0, "")
 	return w
+}
+
+// done reports whether a write reached the API server's storage: a success, or a
+// delete answered 404 (a retry of a delete that had completed but timed out).
+func done(e auditEvent) bool {
+	return e.ResponseStatus.Code < 300 || e.Verb == verbDelete && e.ResponseStatus.Code == 404
 }
 
 // timedUntilWritten times fn and stops the clock when the audit log shows that
@@ -652,7 +666,7 @@ func (b *bench) timedUntilWritten(prefix string, want int, verbs []string, fn fu
 			tail.read(func(e auditEvent) {
 				key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
 				if b.isCmsyncReplicaWrite(e) && strings.HasPrefix(e.ObjectRef.Name, prefix) && slices.Contains(verbs, e.Verb) &&
-					e.ResponseStatus.Code < 300 && !written[key] {
+					done(e) && !written[key] {
 					written[key] = true
 					if e.Completed.After(last) {
 						last = e.Completed
@@ -845,6 +859,8 @@ func (b *bench) startCmsync(extraArgs ...string) *process {
 	}
 	args = append(args, strings.Fields(b.c.cmsyncArgs)...)
 	cmd := exec.Command(b.c.binary, args...)
+	// cmsync dies with the bench, also when a failed check exits it at once.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(os.Environ(), strings.Fields(b.c.cmsyncEnv)...)
 	logFile, err := os.Create(filepath.Join(b.work, fmt.Sprintf("cmsync-%d.log", time.Now().UnixNano())))
 	must(err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -38,15 +39,26 @@ var (
 	}
 )
 
-// drawSweep reads a sweep's JSON and writes its plots into dir.
-func drawSweep(path, dir string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
+// drawSweep reads one or more sweeps' JSON (comma-separated paths) and writes their
+// plots into dir. Points of the same N, S and size in a later file replace the earlier
+// ones.
+func drawSweep(paths, dir string) error {
 	var res SweepResult
-	if err := json.Unmarshal(data, &res); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	for _, path := range strings.Split(paths, ",") {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var one SweepResult
+		if err := json.Unmarshal(data, &one); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		for _, p := range one.Points {
+			res.Points = slices.DeleteFunc(res.Points, func(q Point) bool {
+				return q.Namespaces == p.Namespaces && q.Sources == p.Sources && q.SizeBytes == p.SizeBytes
+			})
+			res.Points = append(res.Points, p)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -95,9 +107,9 @@ func (r SweepResult) basePoint() int {
 }
 
 // drawTimes plots each phase's median seconds, cmsync solid and LIMIT dashed, against
-// the x that pick gives the points it selects, on a log scale.
+// the x that pick gives the points it selects, both on log scales.
 func drawTimes(file, title, xLabel string, points []Point, pick func(Point) (float64, bool)) error {
-	p := newPlot(title, xLabel, "seconds (median)")
+	p := newPlot(title, xLabel, "seconds (median, log scale)")
 	var xs []float64
 	for _, pt := range points {
 		if x, ok := pick(pt); ok {
@@ -105,6 +117,9 @@ func drawTimes(file, title, xLabel string, points []Point, pick func(Point) (flo
 		}
 	}
 	logScale(p, xs)
+	// Time grows with the writes: on log-log axes cmsync and LIMIT are parallel lines
+	// whose gap is the ratio.
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	for i, ph := range phaseValues {
 		var cmsync, limit plotter.XYs
 		for _, pt := range points {

@@ -37,6 +37,7 @@ type Point struct {
 	Sources    int `json:"sources"`
 	SizeBytes  int `json:"sizeBytes"`
 	Replicas   int `json:"replicas"`
+	Rounds     int `json:"rounds"`
 	// Limit and Cmsync are the medians of the rounds' seconds (Update is the mass
 	// change: every source changed at once); Ratios divides the two.
 	Limit  Phases `json:"limit"`
@@ -121,7 +122,11 @@ func sweep(c config) error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return err
+	}
 	res := SweepResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Rounds: c.sweepRounds, CmsyncArgs: c.cmsyncArgs}
+	path := filepath.Join(c.out, "sweep-"+time.Now().UTC().Format("20060102-150405")+".json")
 	for i, p := range points {
 		step("SWEEP point %d of %d: %d namespaces, %d sources of %d bytes", i+1, len(points), p.Namespaces, p.Sources, p.SizeBytes)
 		// Old revisions of large objects count against etcd's quota until compacted:
@@ -134,21 +139,29 @@ func sweep(c config) error {
 		stop()
 		res.Points = append(res.Points, p)
 		printPoint(p)
+		// Saved after every point: a point that fails loses only itself.
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
 	}
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(c.out, "sweep-"+time.Now().UTC().Format("20060102-150405")+".json")
 	fmt.Println("results:", path)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return err
-	}
 	return drawSweep(path, c.plotDir)
 }
+
+// roundsOf is the point's rounds: -sweep-rounds, fewer when a point's rounds would
+// write more than maxBytesPerPoint. The API server keeps every version of the last
+// 75 s in its watch cache: at 900 KiB × 1,000 namespaces, two rounds of six phases
+// took kube-apiserver past 16 GB on this 24 GiB machine, and the kernel killed it.
+func (c config) roundsOf(p Point) int {
+	perRound := 6 * p.SizeBytes * p.Replicas // LIMIT's and cmsync's create, update, delete
+	return max(1, min(c.sweepRounds, maxBytesPerPoint/perRound))
+}
+
+const maxBytesPerPoint = 6 << 30
 
 // measurePoint runs the point's rounds: LIMIT's creates, updates and deletes, then
 // cmsync's fan-out, mass update and cleanup of the same writes. In the last round,
@@ -165,8 +178,9 @@ func (b *bench) measurePoint(p *Point) {
 		p.TerminatedWatchers = b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`) - terminated
 	}()
 	proc := b.startCmsync()
-	for r := range b.c.sweepRounds {
-		step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, b.c.sweepRounds, p.Replicas)
+	p.Rounds = b.c.roundsOf(*p)
+	for r := range p.Rounds {
+		step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, p.Rounds, p.Replicas)
 		limit := b.limit(ctx, p.Sources, noProfile)
 		p.LimitRounds = append(p.LimitRounds, limit.phases())
 		p.LimitBreakdown = append(p.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
@@ -174,7 +188,7 @@ func (b *bench) measurePoint(p *Point) {
 		name := fmt.Sprintf("p-r%02d", r)
 		var round windows
 		round.create = b.fanOut(ctx, name, p.Sources)
-		if r == b.c.sweepRounds-1 {
+		if r == p.Rounds-1 {
 			time.Sleep(min(b.c.idle, 10*time.Second)) // let the heap settle after the burst
 			p.Memory = proc.memory()
 			b.heapProfile(proc, fmt.Sprintf("sweep-n%d-s%d-z%d", p.Namespaces, p.Sources, p.SizeBytes))
