@@ -209,13 +209,13 @@ node-e2e: ## (root) The e2e suite against the chart's Pod running on a real sing
 BENCH_ARGS ?=
 
 .PHONY: bench
-bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s -rounds 3" for a short run.
+bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s -rounds 3" for a short run, BENCH_ARGS="-apf -n 1000 -s 10" for a 429 storm.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync $(BENCH_ARGS)
 
 SWEEP_ARGS ?=
 
 .PHONY: bench-sweep
-bench-sweep: build ## The curve: fan-out, mass update, cleanup and restart against LIMIT at N=100/1,000/10,000 namespaces, S=1/10/100 sources and 1/100/900 KiB objects (3 rounds each, about 1.5 h); bench/results/sweep-*.json and the plots in bench/plots/.
+bench-sweep: build ## The curve: fan-out, mass update, cleanup and restart against LIMIT at N=100/1,000/10,000 namespaces, S=1/10/100 sources and 1/100/900 KiB objects (3 rounds each, one at 900 KiB; about 40 minutes); bench/results/sweep-*.json and the plots in bench/plots/.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep $(SWEEP_ARGS)
 
 .PHONY: bench-smoke
