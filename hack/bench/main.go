@@ -78,14 +78,19 @@ type Result struct {
 
 // SecretResult is the Secret rounds' figures, like Result's for ConfigMaps.
 type SecretResult struct {
-	Rounds          int         `json:"rounds"`
-	Limit           Phases      `json:"limit"`
-	Cmsync          Phases      `json:"cmsync"`
+	Rounds int    `json:"rounds"`
+	Limit  Phases `json:"limit"`
+	Cmsync Phases `json:"cmsync"`
+	RoundFigures
+	IdleWrites int64 `json:"idleWrites"`
+}
+
+// RoundFigures are every round's seconds and breakdowns, LIMIT's and cmsync's.
+type RoundFigures struct {
 	LimitRounds     []Phases    `json:"limitRounds"`
 	CmsyncRounds    []Phases    `json:"cmsyncRounds"`
 	LimitBreakdown  []Breakdown `json:"limitBreakdown"`
 	CmsyncBreakdown []Breakdown `json:"cmsyncBreakdown"`
-	IdleWrites      int64       `json:"idleWrites"`
 }
 
 // Breakdown splits the create, update and delete phases of one round.

@@ -57,11 +57,7 @@ type Point struct {
 	// (apiserver_terminated_watchers_total); cmsync's watch then resumes.
 	TerminatedWatchers int     `json:"terminatedWatchers"`
 	Restart            Restart `json:"restart"`
-	// Rounds and breakdowns as in Result.
-	LimitRounds     []Phases    `json:"limitRounds"`
-	CmsyncRounds    []Phases    `json:"cmsyncRounds"`
-	LimitBreakdown  []Breakdown `json:"limitBreakdown"`
-	CmsyncBreakdown []Breakdown `json:"cmsyncBreakdown"`
+	RoundFigures
 }
 
 // sweepPoints lists the points: the namespaces with one 1 KiB source, then the
