@@ -97,15 +97,20 @@ func MetadataKeysManagedBy(obj Object, manager string) (labels, annotations sets
 // managedKeys remembers the keys parsed from the managedFields of the last replicas
 // seen: the replicas of one source carry the same, and parsing them (JSON into a
 // fieldpath.Set) on every cached event and every comparison was a fifth of cmsync's
-// allocations at 100,000 replicas (make bench-sweep). Bounded: when full, it starts
-// over.
+// allocations at 100,000 replicas (make bench-sweep). Bounded in entries and in the
+// bytes of its keys (a source with many data keys has long managedFields): when full,
+// it starts over.
 var managedKeys = &keysMemo{byRaw: map[string]metadataKeys{}}
 
-const keysMemoSize = 4096
+const (
+	keysMemoSize  = 4096
+	keysMemoBytes = 4 << 20
+)
 
 type keysMemo struct {
 	mu    sync.Mutex
 	byRaw map[string]metadataKeys
+	bytes int
 }
 
 type metadataKeys struct{ labels, annotations sets.Set[string] }
@@ -130,10 +135,12 @@ func (m *keysMemo) of(raw []byte) (labels, annotations sets.Set[string]) {
 		insertFieldNames(keys.annotations, metadata.WithPrefix(fieldpath.FieldNameElement("annotations")))
 	}
 	m.mu.Lock()
-	if len(m.byRaw) >= keysMemoSize {
+	if len(m.byRaw) >= keysMemoSize || m.bytes+len(raw) > keysMemoBytes {
 		clear(m.byRaw)
+		m.bytes = 0
 	}
 	m.byRaw[string(raw)] = keys
+	m.bytes += len(raw)
 	m.mu.Unlock()
 	return keys.labels, keys.annotations
 }

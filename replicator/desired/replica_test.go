@@ -313,6 +313,18 @@ func TestManagedKeysAreRememberedByTheirRawFields(t *testing.T) {
 			}
 		}
 	}
+	// Long managedFields fill the memo by bytes before entries.
+	for i := range 3 * keysMemoBytes / (64 << 10) {
+		label := fmt.Sprintf("long%d", i)
+		data := strings.Repeat(`"f:kx":{},`, (64<<10)/10) + `"f:k":{}` // 64 KiB of a data key's fields
+		obj := withKeys(label, `{"f:data":{`+data+`},"f:metadata":{"f:labels":{"f:`+label+`":{}}}}`)
+		if labels, _ := MetadataKeysManagedBy(obj, v1alpha1.FieldManager); !labels.Equal(sets.New(label)) {
+			t.Fatalf("long entry %d: labels %v", i, sets.List(labels))
+		}
+	}
+	if managedKeys.bytes > keysMemoBytes {
+		t.Errorf("the memo holds %d bytes of keys, more than %d", managedKeys.bytes, keysMemoBytes)
+	}
 	if labels, annotations := MetadataKeysManagedBy(withKeys("x"), v1alpha1.FieldManager); labels.Len()+annotations.Len() != 0 {
 		t.Errorf("no entry of cmsync: labels %v annotations %v", sets.List(labels), sets.List(annotations))
 	}
