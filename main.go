@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/internal/gctune"
+	"github.com/cmsync/cmsync/internal/leasefence"
 	"github.com/cmsync/cmsync/replicator"
 	"github.com/cmsync/cmsync/replicator/desired"
 )
@@ -49,6 +51,9 @@ type options struct {
 	secrets                 string
 	leaderElect             bool
 	leaderElectionNamespace string
+	leaseDuration           time.Duration
+	renewDeadline           time.Duration
+	retryPeriod             time.Duration
 	metricsAddr             string
 	metricsSecure           bool
 	metricsCertDir          string
@@ -77,6 +82,12 @@ func parseFlags() options {
 		"Elect a leader so that only one of several controller processes writes.")
 	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election lease; defaults to the Pod's namespace in a cluster.")
+	flag.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long a follower waits after the leader's last renewal before it takes the lease.")
+	flag.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew before it stops; it sends no write later than this after its last renewal. Below the lease duration.")
+	flag.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How often the leader renews and followers try to take the lease.")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.BoolVar(&o.metricsSecure, "metrics-secure", false,
 		"Serve metrics over HTTPS to clients the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview).")
@@ -175,21 +186,69 @@ func newManager(ctx context.Context, o options, cacheOptions cache.Options) (ctr
 	if err := waitForAPIServer(ctx, cfg); err != nil {
 		return nil, err
 	}
+	lock, err := o.fencedLeaseLock(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var resourceLock resourcelock.Interface // stays nil, not a nil *fencedLock, without --leader-elect
+	if lock != nil {
+		resourceLock = lock
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  newScheme(),
-		Cache:                   cacheOptions,
-		Metrics:                 o.metricsServerOptions(),
-		HealthProbeBindAddress:  o.probeAddr,
-		LeaderElection:          o.leaderElect,
-		LeaderElectionID:        "cmsync.io",
-		LeaderElectionNamespace: o.leaderElectionNamespace,
+		Scheme:                              newScheme(),
+		Cache:                               cacheOptions,
+		Metrics:                             o.metricsServerOptions(),
+		HealthProbeBindAddress:              o.probeAddr,
+		LeaderElection:                      o.leaderElect,
+		LeaderElectionID:                    leaseName,
+		LeaderElectionResourceLockInterface: resourceLock,
+		LeaseDuration:                       &o.leaseDuration,
+		RenewDeadline:                       &o.renewDeadline,
+		RetryPeriod:                         &o.retryPeriod,
 		// Step down at once on SIGTERM so a new Pod takes over without waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
+	if lock != nil {
+		lock.recordEventsWith(mgr)
+	}
 	return mgr, nil
+}
+
+// leaseName is the leader election Lease's name.
+const leaseName = "cmsync.io"
+
+// fencedLock is the leader election lock, and what its events are recorded with.
+type fencedLock struct {
+	resourcelock.Interface
+	lease *resourcelock.LeaseLock
+}
+
+func (l *fencedLock) recordEventsWith(mgr ctrl.Manager) {
+	l.lease.LockConfig.EventRecorder = mgr.GetEventRecorderFor(l.lease.Identity()) //nolint:staticcheck // the elector takes the old recorder
+}
+
+// fencedLeaseLock builds, with --leader-elect, the Lease lock behind a leasefence.Fence,
+// and routes every write of cfg through that Fence: a leader frozen past its renew
+// deadline (a GC pause, a stopped VM, SIGSTOP) sends nothing when it wakes, although
+// another process may have taken over meanwhile. Without --leader-elect, nil.
+func (o options) fencedLeaseLock(cfg *rest.Config) (*fencedLock, error) {
+	if !o.leaderElect {
+		return nil, nil
+	}
+	if o.renewDeadline >= o.leaseDuration || o.retryPeriod <= 0 || o.retryPeriod >= o.renewDeadline {
+		return nil, fmt.Errorf("--leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s) must hold",
+			o.retryPeriod, o.renewDeadline, o.leaseDuration)
+	}
+	lease, err := leasefence.LeaseLock(cfg, o.leaderElectionNamespace, leaseName, o.renewDeadline)
+	if err != nil {
+		return nil, err
+	}
+	fence := leasefence.New(o.leaseDuration, o.renewDeadline)
+	cfg.Wrap(fence.Transport)
+	return &fencedLock{Interface: fence.Lock(lease), lease: lease}, nil
 }
 
 // metricsServerOptions serves metrics as kubebuilder scaffolds a secure endpoint: with

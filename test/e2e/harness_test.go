@@ -95,7 +95,7 @@ func run(m *testing.M) (int, error) {
 	}
 
 	auditLog = filepath.Join(workDir, "audit.log")
-	env, err := controlplane.StartWith(controlplane.Options{AuditLog: auditLog, AuditAllFrom: []string{cmsyncUser, plainUser}})
+	env, err := controlplane.StartWith(controlplane.Options{AuditLog: auditLog, AuditAllFrom: []string{cmsyncUser, plainUser, standbyUser}})
 	if err != nil {
 		return 0, err
 	}
@@ -127,13 +127,13 @@ func run(m *testing.M) (int, error) {
 	if err := waitUntil(30*time.Second, func() error { return expectProtection(true) }); err != nil {
 		return 0, fmt.Errorf("the chart's admission policy never took effect: %w", err)
 	}
-	if cmsyncKubeconfig, err = serviceAccountKubeconfig(env, serviceAccount); err != nil {
+	if cmsyncKubeconfig, err = serviceAccountKubeconfig(serviceAccount); err != nil {
 		return 0, err
 	}
 	if err := createPlainIdentity(); err != nil {
 		return 0, err
 	}
-	if plainKubeconfig, err = serviceAccountKubeconfig(env, plainServiceAccount); err != nil {
+	if plainKubeconfig, err = serviceAccountKubeconfig(plainServiceAccount); err != nil {
 		return 0, err
 	}
 	code := m.Run()
@@ -207,7 +207,7 @@ func helm(args ...string) (string, error) {
 
 // serviceAccountKubeconfig writes a kubeconfig that authenticates with a token of the
 // ServiceAccount sa of the release's namespace.
-func serviceAccountKubeconfig(env *controlplane.Env, sa string) (string, error) {
+func serviceAccountKubeconfig(sa string) (string, error) {
 	ctx := context.Background()
 	var token *authenticationv1.TokenRequest
 	var err error
@@ -223,7 +223,7 @@ func serviceAccountKubeconfig(env *controlplane.Env, sa string) (string, error) 
 		return "", fmt.Errorf("token for ServiceAccount %s: %w", sa, err)
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: adminRESTConfig.Host, CertificateAuthorityData: adminRESTConfig.CAData}
 	cfg.AuthInfos["cmsync"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
 	cfg.Contexts["cmsync"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "cmsync"}
 	cfg.CurrentContext = "cmsync"

@@ -1,0 +1,437 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// The faults the model checker (model_test.go) injects between and during its users'
+// operations. Each is named, repeatable, and bounded in time; all run on loopback.
+
+// standbyServiceAccount is a second identity for cmsync with the chart's grants, so that
+// the audit log tells the two leader-elected processes of the model checker apart.
+const (
+	standbyServiceAccount = "cmsync-standby"
+	standbyUser           = "system:serviceaccount:" + releaseNamespace + ":" + standbyServiceAccount
+)
+
+// createStandbyIdentity creates standbyServiceAccount, bound to the chart's ClusterRole
+// and leader-election Role as installed.
+func createStandbyIdentity() error {
+	ctx := context.Background()
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: releaseNamespace, Name: standbyServiceAccount}}
+	objs := []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: standbyServiceAccount}},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: standbyServiceAccount},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: serviceAccount},
+			Subjects:   subjects,
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: standbyServiceAccount},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: serviceAccount + "-leader-election"},
+			Subjects:   subjects,
+		},
+	}
+	for _, obj := range objs {
+		if err := k8s.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// --- the partition: a TCP relay that can stop carrying anything ---
+
+// partitionProxy relays one cmsync process's connections to the API server. Cut, it
+// accepts nothing and carries no byte in either direction, as a network partition
+// would (no reset: the client finds out only by its own timeouts). Healed, it closes
+// the connections the partition caught, as the partition's length would have (client-go
+// gives up on a silent connection after 45 s), so no request held during the partition
+// is delivered after it.
+type partitionProxy struct {
+	listener net.Listener
+	target   string
+
+	mu    sync.Mutex
+	cut   bool
+	held  chan struct{} // closed on heal
+	conns map[net.Conn]bool
+}
+
+func startPartitionProxy(t *testing.T, target string) *partitionProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	p := &partitionProxy{listener: l, target: target, conns: map[net.Conn]bool{}, held: make(chan struct{})}
+	go p.serve()
+	t.Cleanup(func() { _ = l.Close(); p.closeAll() })
+	return p
+}
+
+func (p *partitionProxy) addr() string { return p.listener.Addr().String() }
+
+func (p *partitionProxy) serve() {
+	for {
+		conn, err := p.listener.Accept()
+		if err != nil {
+			return
+		}
+		go p.relay(conn)
+	}
+}
+
+func (p *partitionProxy) relay(conn net.Conn) {
+	if !p.waitConnected() { // accepted during the partition: never answered
+		_ = conn.Close()
+		return
+	}
+	upstream, err := net.Dial("tcp", p.target)
+	if err != nil {
+		_ = conn.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[conn], p.conns[upstream] = true, true
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if !p.waitConnected() {
+					break // the connection was caught by the partition
+				}
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		done <- struct{}{}
+	}
+	go pipe(upstream, conn)
+	go pipe(conn, upstream)
+	<-done
+	_ = conn.Close()
+	_ = upstream.Close()
+	<-done
+	p.mu.Lock()
+	delete(p.conns, conn)
+	delete(p.conns, upstream)
+	p.mu.Unlock()
+}
+
+// waitConnected blocks while the partition lasts; it reports false when the caller's
+// connection lived through a partition and must be dropped.
+func (p *partitionProxy) waitConnected() bool {
+	p.mu.Lock()
+	if !p.cut {
+		p.mu.Unlock()
+		return true
+	}
+	held := p.held
+	p.mu.Unlock()
+	<-held
+	return false
+}
+
+// partition cuts the relay.
+func (p *partitionProxy) partition() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cut {
+		p.cut, p.held = true, make(chan struct{})
+	}
+}
+
+// heal carries again; the connections the partition caught are closed.
+func (p *partitionProxy) heal() {
+	p.mu.Lock()
+	if !p.cut {
+		p.mu.Unlock()
+		return
+	}
+	p.cut = false
+	close(p.held)
+	p.mu.Unlock()
+	p.closeAll()
+}
+
+func (p *partitionProxy) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// kubeconfigVia writes a copy of kubeconfig whose server is the proxy.
+func kubeconfigVia(t *testing.T, kubeconfig string, p *partitionProxy) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	must(t, err)
+	for _, cluster := range cfg.Clusters {
+		cluster.Server = "https://" + p.addr()
+	}
+	path := filepath.Join(workDir, fmt.Sprintf("via-%s-%s.kubeconfig", strings.TrimSuffix(filepath.Base(kubeconfig), ".kubeconfig"), randomSuffix()))
+	must(t, clientcmd.WriteToFile(*cfg, path))
+	return path
+}
+
+// apiServerAddr is the API server's host:port.
+func apiServerAddr() string {
+	return strings.TrimSuffix(strings.TrimPrefix(adminRESTConfig.Host, "https://"), "/")
+}
+
+// --- freezing a process ---
+
+// freeze stops the process as a long GC pause or a stopped VM would: it keeps its
+// connections and its state, and runs on from where it stopped when thawed.
+func (c *controller) freeze(t *testing.T) { must(t, c.cmd.Process.Signal(syscall.SIGSTOP)) }
+func (c *controller) thaw(t *testing.T)   { must(t, c.cmd.Process.Signal(syscall.SIGCONT)) }
+
+// hasExited reports whether the process has ended.
+func (c *controller) hasExited() bool {
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// --- etcd ---
+
+// restartEtcd stops the suite's etcd and starts it again with the same arguments and
+// data, as a real restart would; the API server reconnects by itself.
+func restartEtcd(t *testing.T, down time.Duration) {
+	t.Helper()
+	_, apiArgs := findProcess(t, "kube-apiserver")
+	var etcdURL string
+	for _, a := range apiArgs {
+		if v, ok := strings.CutPrefix(a, "--etcd-servers="); ok {
+			etcdURL = strings.Split(v, ",")[0]
+		}
+	}
+	if etcdURL == "" {
+		t.Fatal("kube-apiserver has no --etcd-servers")
+	}
+	pid, args := findProcessWith(t, "etcd", func(arg string) bool {
+		return strings.HasPrefix(arg, "--listen-client-urls=") && strings.Contains(arg, strings.TrimPrefix(etcdURL, "http://"))
+	})
+	must(t, syscall.Kill(pid, syscall.SIGTERM))
+	for range 100 {
+		if syscall.Kill(pid, 0) != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(down)
+	apiServerRestarts = append(apiServerRestarts, startProcess(t, args))
+	eventually(t, 60*time.Second, "etcd back behind the API server", func() error {
+		_, err := clientset.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
+		return err
+	})
+}
+
+// --- API Priority and Fairness ---
+
+const throttleLevel = "cmsync-chaos-throttle"
+
+// throttle puts both cmsync identities in a priority level of one seat with short
+// queues, so that most of a fan-out's requests are answered 429, and waits until the
+// API server applies it.
+func throttle(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	fc := clientset.FlowcontrolV1()
+	_, err := fc.PriorityLevelConfigurations().Create(ctx, &flowcontrolv1.PriorityLevelConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: throttleLevel},
+		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
+			Type: flowcontrolv1.PriorityLevelEnablementLimited,
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
+				NominalConcurrencyShares: ptr(int32(1)),
+				LendablePercent:          ptr(int32(0)),
+				BorrowingLimitPercent:    ptr(int32(0)),
+				LimitResponse: flowcontrolv1.LimitResponse{
+					Type:    flowcontrolv1.LimitResponseTypeQueue,
+					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 4, HandSize: 1, QueueLengthLimit: 2},
+				},
+			},
+		},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	subject := func(user string) flowcontrolv1.Subject {
+		return flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: user}}
+	}
+	_, err = fc.FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{
+		ObjectMeta: metav1.ObjectMeta{Name: throttleLevel},
+		Spec: flowcontrolv1.FlowSchemaSpec{
+			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: throttleLevel},
+			MatchingPrecedence:         100,
+			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+				Subjects: []flowcontrolv1.Subject{subject(cmsyncUser), subject(standbyUser)},
+				// Only the replicas and the sources' status: the lease and the informers'
+				// lists and watches keep their own level, so leadership does not change hands.
+				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"create", "update", "patch", "delete"},
+					APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Namespaces: []string{"*"}}},
+			}},
+		},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	eventually(t, 30*time.Second, "the throttling FlowSchema in force", func() error {
+		fs, err := fc.FlowSchemas().Get(ctx, throttleLevel, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cond := range fs.Status.Conditions {
+			if cond.Type == flowcontrolv1.FlowSchemaConditionDangling && cond.Status == flowcontrolv1.ConditionFalse {
+				return nil
+			}
+		}
+		return fmt.Errorf("not yet")
+	})
+	time.Sleep(time.Second) // the configuration reaches the filter shortly after
+}
+
+func unthrottle(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	fc := clientset.FlowcontrolV1()
+	if err := fc.FlowSchemas().Delete(ctx, throttleLevel, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	if err := fc.PriorityLevelConfigurations().Delete(ctx, throttleLevel, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+}
+
+// --- the audit log, read as it grows ---
+
+// auditEntry is one record of the API server's audit log.
+type auditEntry struct {
+	Verb       string `json:"verb"`
+	RequestURI string `json:"requestURI"`
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource  string `json:"resource"`
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	Received time.Time `json:"requestReceivedTimestamp"`
+}
+
+func (e auditEntry) isWrite() bool {
+	switch e.Verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		return true
+	}
+	return false
+}
+
+func (e auditEntry) code() int {
+	if e.ResponseStatus == nil {
+		return 0
+	}
+	return e.ResponseStatus.Code
+}
+
+// auditTail reads the records appended to the audit log since the last read.
+type auditTail struct {
+	offset int64
+}
+
+// newAuditTail starts at the log's current end.
+func newAuditTail(t *testing.T) *auditTail {
+	t.Helper()
+	info, err := os.Stat(auditLog)
+	must(t, err)
+	return &auditTail{offset: info.Size()}
+}
+
+// next returns the complete records appended since the last call.
+func (a *auditTail) next(t *testing.T) []auditEntry {
+	t.Helper()
+	f, err := os.Open(auditLog)
+	must(t, err)
+	defer func() { _ = f.Close() }()
+	_, err = f.Seek(a.offset, io.SeekStart)
+	must(t, err)
+	r := bufio.NewReaderSize(f, 1<<20)
+	var out []auditEntry
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break // a partial last line is read next time
+		}
+		a.offset += int64(len(line))
+		var e auditEntry
+		if json.Unmarshal(line, &e) == nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// cmsyncIdentities are the users the model checker's processes run as.
+var cmsyncIdentities = []string{cmsyncUser, standbyUser}
+
+func isCmsync(user string) bool { return user == cmsyncUser || user == standbyUser }
+
+// findProcessWith is findProcess for a process of this suite identified by one of its
+// arguments.
+func findProcessWith(t *testing.T, name string, isOurs func(arg string) bool) (int, []string) {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	must(t, err)
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if filepath.Base(args[0]) != name {
+			continue
+		}
+		for _, a := range args {
+			if isOurs(a) {
+				var pid int
+				_, _ = fmt.Sscan(e.Name(), &pid)
+				return pid, args
+			}
+		}
+	}
+	t.Fatalf("no %s process of this suite", name)
+	return 0, nil
+}

@@ -1,0 +1,1248 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// The model checker: random histories of what users do, run against the real control
+// plane with two leader-elected cmsync processes, interleaved with faults; after each
+// history the cluster must match what a small model of SPEC.md — written here, sharing
+// no code with cmsync — says it should be. CHAOS_SEED makes a run reproducible; a
+// failing history prints its seed and the shortest prefix of its operations that
+// still fails.
+//
+// One history owns a world: a source namespace and a pool of target namespaces under a
+// prefix of its own, so histories never see each other's objects (label values carry
+// the prefix too).
+
+// --- the model ---
+
+// mcNamespace is a target namespace of the pool.
+type mcNamespace struct {
+	name    string
+	exists  bool
+	deleted bool   // deleted by a user: terminating, then gone
+	tier    string // the tier label's value, "" for none
+	ignored bool
+}
+
+// mcSource is a source of the annotation form, or (kind "") the plain ConfigMap a
+// ConfigMapSync copies.
+type mcSource struct {
+	kind     string // "ConfigMap" or "Secret"
+	name     string
+	exists   bool
+	labelled bool
+	entries  []string // target-namespaces entries
+	tier     string   // target-selector tier=<tier>, "" for none
+	value    string
+}
+
+// mcSync is the world's ConfigMapSync; it copies the plain ConfigMap syncSource.
+type mcSync struct {
+	name    string
+	exists  bool
+	entries []string // destinationNamespaces
+	tier    string   // namespaceSelector matchLabels tier=<tier>
+}
+
+// mcObject names an object in a target namespace.
+type mcObject struct{ kind, namespace, name string }
+
+func (o mcObject) String() string { return o.kind + " " + o.namespace + "/" + o.name }
+
+type mcWorld struct {
+	prefix     string
+	srcNS      string
+	pool       []*mcNamespace
+	sources    []*mcSource // annotated: two ConfigMaps and a Secret
+	syncSource *mcSource   // the plain ConfigMap the ConfigMapSync copies
+	sync       *mcSync
+	// unmanaged are objects in the way of replicas: created by users, or replicas a
+	// user disowned (managed-by label removed); their resourceVersions must not move.
+	unmanaged map[mcObject]string
+	// excluded is the glob the controller's --exclude-namespaces adds (the policy,
+	// shared by every world).
+	excluded *string
+}
+
+const (
+	kindConfigMap = "ConfigMap"
+	kindSecret    = "Secret"
+	tierLabel     = "tier"
+	poolSize      = 5
+)
+
+func newWorld(t *testing.T, excluded *string) *mcWorld {
+	t.Helper()
+	w := &mcWorld{prefix: "mc-" + randomSuffix(), unmanaged: map[mcObject]string{}, excluded: excluded}
+	w.srcNS = w.prefix + "-src"
+	must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.srcNS}}))
+	for i := range poolSize {
+		w.pool = append(w.pool, &mcNamespace{name: fmt.Sprintf("%s-n%d", w.prefix, i)})
+	}
+	w.sources = []*mcSource{{kind: kindConfigMap, name: "a"}, {kind: kindConfigMap, name: "b"}, {kind: kindSecret, name: "c"}}
+	w.syncSource = &mcSource{kind: kindConfigMap, name: "d"}
+	w.sync = &mcSync{name: w.prefix}
+	return w
+}
+
+// tierValue makes a tier label value unique to the world.
+func (w *mcWorld) tierValue(tier string) string { return w.prefix + "-" + tier }
+
+// targets is the model of SPEC §1: the pool's namespaces matched by an entry or the
+// selector, minus `!` exclusions, the controller's exclusions, ignored, terminating and
+// missing namespaces (the source namespace is never in the pool).
+func (w *mcWorld) targets(entries []string, tier string) []string {
+	var out []string
+	for _, ns := range w.pool {
+		if !ns.exists || ns.deleted || ns.ignored || (*w.excluded != "" && globMatches(*w.excluded, ns.name)) {
+			continue
+		}
+		included, excluded := tier != "" && ns.tier == tier, false
+		for _, e := range entries {
+			if pattern, ok := strings.CutPrefix(e, "!"); ok {
+				excluded = excluded || globMatches(pattern, ns.name)
+			} else {
+				included = included || globMatches(e, ns.name)
+			}
+		}
+		if included && !excluded {
+			out = append(out, ns.name)
+		}
+	}
+	return out
+}
+
+func globMatches(pattern, name string) bool {
+	ok, err := path.Match(pattern, name)
+	return err == nil && ok
+}
+
+// mcReplica is what the model expects in one target namespace.
+type mcReplica struct {
+	object mcObject
+	source string // <namespace>/<name>
+	value  string
+	sync   string // the owning ConfigMapSync, "" for the annotation form
+}
+
+// expectation is the state the cluster must reach.
+type expectation struct {
+	replicas  map[mcObject]mcReplica
+	statuses  map[string][2]string // source name -> status, synced ("" "" when no status)
+	syncReady string               // "True"/"False"; "" without a ConfigMapSync
+	syncCount [2]int               // targets, synced
+}
+
+func (w *mcWorld) expect() expectation {
+	e := expectation{replicas: map[mcObject]mcReplica{}, statuses: map[string][2]string{}}
+	want := func(kind, source string, value, sync string, targets []string) (synced int) {
+		name := source[strings.Index(source, "/")+1:]
+		for _, ns := range targets {
+			obj := mcObject{kind, ns, name}
+			if _, inTheWay := w.unmanaged[obj]; inTheWay {
+				continue
+			}
+			e.replicas[obj] = mcReplica{object: obj, source: source, value: value, sync: sync}
+			synced++
+		}
+		return synced
+	}
+	for _, s := range w.sources {
+		switch {
+		case !s.exists:
+		case !s.labelled:
+			e.statuses[s.name] = [2]string{"", ""}
+		default:
+			targets := w.targets(s.entries, s.tier)
+			synced := want(s.kind, w.srcNS+"/"+s.name, s.value, "", targets)
+			state := v1alpha1.StatusSynced
+			if synced < len(targets) {
+				state = v1alpha1.StatusDegraded
+			}
+			e.statuses[s.name] = [2]string{state, fmt.Sprintf("%d/%d", synced, len(targets))}
+		}
+	}
+	if w.sync.exists && w.syncSource.exists {
+		targets := w.targets(w.sync.entries, w.sync.tier)
+		synced := want(kindConfigMap, w.srcNS+"/"+w.syncSource.name, w.syncSource.value, w.sync.name, targets)
+		e.syncReady, e.syncCount = "True", [2]int{len(targets), synced}
+		if synced < len(targets) {
+			e.syncReady = "False"
+		}
+	}
+	return e
+}
+
+// --- the operations ---
+
+// mcOp is one thing a user does. Ops name namespaces by their index in the pool, so a
+// history can be replayed in a fresh world.
+type mcOp struct {
+	Kind    string   `json:"kind"`
+	Slot    int      `json:"slot,omitempty"` // a source, or a namespace of the pool
+	Value   string   `json:"value,omitempty"`
+	Entries []string `json:"entries,omitempty"` // pool indexes or globs: "n3", "!n1", "*"
+	Tier    string   `json:"tier,omitempty"`
+}
+
+func (o mcOp) String() string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
+// entryNames turns an op's entries into the world's names and globs.
+func (w *mcWorld) entryNames(entries []string) []string {
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		neg, rest := "", e
+		if r, ok := strings.CutPrefix(e, "!"); ok {
+			neg, rest = "!", r
+		}
+		out = append(out, neg+w.prefix+"-"+rest)
+	}
+	return out
+}
+
+// randomEntries names 1-3 namespaces, a glob, sometimes an exclusion.
+func randomEntries(rng *rand.Rand) []string {
+	var out []string
+	for range 1 + rng.IntN(3) {
+		switch rng.IntN(6) {
+		case 0:
+			out = append(out, "n*")
+		case 1:
+			out = append(out, "n["+strconv.Itoa(rng.IntN(3))+"-4]")
+		default:
+			out = append(out, "n"+strconv.Itoa(rng.IntN(poolSize)))
+		}
+	}
+	if rng.IntN(3) == 0 {
+		out = append(out, "!n"+strconv.Itoa(rng.IntN(poolSize)))
+	}
+	return out
+}
+
+func randomTier(rng *rand.Rand) string {
+	return []string{"", "", "x", "y"}[rng.IntN(4)]
+}
+
+// randomOp picks an operation that makes sense in the model's state.
+func (w *mcWorld) randomOp(rng *rand.Rand) mcOp {
+	value := "v" + strconv.Itoa(rng.IntN(1000))
+	for {
+		switch rng.IntN(16) {
+		case 0, 1, 2:
+			slot := rng.IntN(len(w.sources))
+			if !w.sources[slot].exists {
+				return mcOp{Kind: "create-source", Slot: slot, Value: value, Entries: randomEntries(rng), Tier: randomTier(rng)}
+			}
+			return mcOp{Kind: "update-source", Slot: slot, Value: value}
+		case 3:
+			if slot := rng.IntN(len(w.sources)); w.sources[slot].exists {
+				return mcOp{Kind: "retarget-source", Slot: slot, Entries: randomEntries(rng), Tier: randomTier(rng)}
+			}
+		case 4:
+			if slot := rng.IntN(len(w.sources)); w.sources[slot].exists {
+				return mcOp{Kind: "relabel-source", Slot: slot}
+			}
+		case 5:
+			if slot := rng.IntN(len(w.sources)); w.sources[slot].exists {
+				return mcOp{Kind: "delete-source", Slot: slot}
+			}
+		case 6:
+			if !w.sync.exists {
+				return mcOp{Kind: "create-sync", Entries: randomEntries(rng), Tier: randomTier(rng)}
+			}
+			return mcOp{Kind: "retarget-sync", Entries: randomEntries(rng), Tier: randomTier(rng)}
+		case 7:
+			if w.sync.exists {
+				return mcOp{Kind: "delete-sync"}
+			}
+		case 8:
+			return mcOp{Kind: "update-sync-source", Value: value}
+		case 9, 10:
+			slot := rng.IntN(poolSize)
+			if ns := w.pool[slot]; !ns.exists {
+				return mcOp{Kind: "create-namespace", Slot: slot, Tier: randomTier(rng)}
+			} else if !ns.deleted {
+				return mcOp{Kind: "label-namespace", Slot: slot, Tier: randomTier(rng)}
+			}
+		case 11:
+			if slot := rng.IntN(poolSize); w.pool[slot].exists && !w.pool[slot].deleted {
+				return mcOp{Kind: "ignore-namespace", Slot: slot}
+			}
+		case 12:
+			if slot := rng.IntN(poolSize); w.pool[slot].exists && !w.pool[slot].deleted {
+				return mcOp{Kind: "delete-namespace", Slot: slot}
+			}
+		case 13:
+			return mcOp{Kind: "edit-replica", Slot: rng.IntN(len(w.sources)), Value: value, Entries: []string{"n" + strconv.Itoa(rng.IntN(poolSize))}}
+		case 14:
+			op := []string{"delete-replica", "disown-replica"}[rng.IntN(2)]
+			return mcOp{Kind: op, Slot: rng.IntN(len(w.sources)), Entries: []string{"n" + strconv.Itoa(rng.IntN(poolSize))}}
+		case 15:
+			op := []string{"create-unmanaged", "delete-unmanaged"}[rng.IntN(2)]
+			return mcOp{Kind: op, Slot: rng.IntN(len(w.sources)), Entries: []string{"n" + strconv.Itoa(rng.IntN(poolSize))}}
+		}
+	}
+}
+
+// apply does op against the cluster as a user would, and updates the model with what
+// happened. An op the cluster's state does not allow any more (the object is gone, the
+// namespace still terminating) does nothing.
+func (w *mcWorld) apply(t *testing.T, op mcOp) {
+	t.Helper()
+	ctx := context.Background()
+	switch op.Kind {
+	case "create-source":
+		s := w.sources[op.Slot]
+		s.exists, s.labelled, s.entries, s.tier, s.value = true, true, w.entryNames(op.Entries), w.tierOrEmpty(op.Tier), op.Value
+		must(t, k8s.Create(ctx, w.sourceObject(s)))
+	case "update-source":
+		s := w.sources[op.Slot]
+		s.value = op.Value
+		w.patchSource(t, s, s.dataPatch(op.Value))
+	case "retarget-source":
+		s := w.sources[op.Slot]
+		s.entries, s.tier = w.entryNames(op.Entries), w.tierOrEmpty(op.Tier)
+		w.patchSource(t, s, map[string]any{"metadata": map[string]any{"annotations": s.targetAnnotations()}})
+	case "relabel-source":
+		s := w.sources[op.Slot]
+		s.labelled = !s.labelled
+		var label any // removed
+		if s.labelled {
+			label = v1alpha1.ReplicateLabelValue
+		}
+		w.patchSource(t, s, map[string]any{"metadata": map[string]any{"labels": map[string]any{v1alpha1.ReplicateLabel: label}}})
+	case "delete-source":
+		s := w.sources[op.Slot]
+		s.exists = false
+		must(t, client.IgnoreNotFound(k8s.Delete(ctx, w.sourceObject(s))))
+	case "create-sync", "retarget-sync":
+		w.sync.entries, w.sync.tier = w.entryNames(op.Entries), w.tierOrEmpty(op.Tier)
+		spec := v1alpha1.ConfigMapSyncSpec{SourceNamespace: w.srcNS, ConfigMapName: w.syncSource.name, DestinationNamespaces: w.sync.entries}
+		if w.sync.tier != "" {
+			spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{tierLabel: w.sync.tier}}
+		}
+		if op.Kind == "create-sync" {
+			w.sync.exists = true
+			must(t, k8s.Create(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}, Spec: spec}))
+			return
+		}
+		sync := &v1alpha1.ConfigMapSync{}
+		must(t, k8s.Get(ctx, client.ObjectKey{Name: w.sync.name}, sync))
+		sync.Spec = spec
+		must(t, k8s.Update(ctx, sync))
+	case "delete-sync":
+		w.sync.exists = false
+		must(t, client.IgnoreNotFound(k8s.Delete(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}})))
+	case "update-sync-source":
+		s := w.syncSource
+		s.value = op.Value
+		if !s.exists {
+			s.exists = true
+			must(t, k8s.Create(ctx, w.sourceObject(s)))
+			return
+		}
+		w.patchSource(t, s, s.dataPatch(op.Value))
+	case "create-namespace":
+		ns := w.pool[op.Slot]
+		err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: w.tierLabels(op.Tier)}})
+		if apierrors.IsAlreadyExists(err) {
+			return // still terminating
+		}
+		must(t, err)
+		ns.exists, ns.deleted, ns.tier, ns.ignored = true, false, w.tierOrEmpty(op.Tier), false
+	case "label-namespace":
+		ns := w.pool[op.Slot]
+		ns.tier = w.tierOrEmpty(op.Tier)
+		var tier any
+		if ns.tier != "" {
+			tier = ns.tier
+		}
+		w.patchNamespace(t, ns, map[string]any{tierLabel: tier})
+	case "ignore-namespace":
+		ns := w.pool[op.Slot]
+		ns.ignored = !ns.ignored
+		var ignore any
+		if ns.ignored {
+			ignore = v1alpha1.IgnoreNamespaceLabelValue
+		}
+		w.patchNamespace(t, ns, map[string]any{v1alpha1.IgnoreNamespaceLabel: ignore})
+	case "delete-namespace":
+		ns := w.pool[op.Slot]
+		ns.deleted = true
+		for obj := range w.unmanaged {
+			if obj.namespace == ns.name {
+				delete(w.unmanaged, obj)
+			}
+		}
+		must(t, client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}})))
+	case "edit-replica", "delete-replica", "disown-replica":
+		w.tamper(t, op)
+	case "create-unmanaged":
+		s, ns := w.sources[op.Slot], w.pool[w.poolIndex(op.Entries[0])]
+		if !ns.exists || ns.deleted {
+			return
+		}
+		obj := mcObject{s.kind, ns.name, s.name}
+		o := newObject(obj.kind)
+		o.SetNamespace(obj.namespace)
+		o.SetName(obj.name)
+		o.SetLabels(map[string]string{"owner": "someone-else"})
+		if err := k8s.Create(ctx, o); err == nil {
+			w.unmanaged[obj] = o.GetResourceVersion()
+		} else if !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+			t.Fatalf("create-unmanaged %s: %v", obj, err)
+		}
+	case "delete-unmanaged":
+		s, ns := w.sources[op.Slot], w.pool[w.poolIndex(op.Entries[0])]
+		obj := mcObject{s.kind, ns.name, s.name}
+		if _, ok := w.unmanaged[obj]; !ok {
+			return
+		}
+		delete(w.unmanaged, obj)
+		o := newObject(obj.kind)
+		o.SetNamespace(obj.namespace)
+		o.SetName(obj.name)
+		must(t, client.IgnoreNotFound(k8s.Delete(ctx, o)))
+	default:
+		t.Fatalf("unknown op %s", op)
+	}
+}
+
+// tamper edits, deletes or disowns (removes the managed-by label of) whatever replica
+// of an annotated source stands in a namespace; with none there, it does nothing.
+func (w *mcWorld) tamper(t *testing.T, op mcOp) {
+	ctx := context.Background()
+	s, ns := w.sources[op.Slot], w.pool[w.poolIndex(op.Entries[0])]
+	obj := mcObject{s.kind, ns.name, s.name}
+	if _, inTheWay := w.unmanaged[obj]; inTheWay {
+		return
+	}
+	o := newObject(obj.kind)
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: obj.namespace, Name: obj.name}, o); err != nil {
+		return
+	}
+	if o.GetLabels()[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
+		return
+	}
+	var err error
+	switch op.Kind {
+	case "edit-replica":
+		err = k8s.Patch(ctx, o, client.RawPatch(types.MergePatchType, mustJSON(s.dataPatch(op.Value))))
+	case "delete-replica":
+		err = k8s.Delete(ctx, o, client.Preconditions{ResourceVersion: ptr(o.GetResourceVersion())})
+	case "disown-replica":
+		err = k8s.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+v1alpha1.ManagedByLabel+`":null}}}`)))
+		if err == nil {
+			w.unmanaged[obj] = o.GetResourceVersion()
+		}
+	}
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		t.Fatalf("%s %s: %v", op.Kind, obj, err)
+	}
+}
+
+func (w *mcWorld) poolIndex(entry string) int {
+	i, _ := strconv.Atoi(strings.TrimPrefix(entry, "n"))
+	return i
+}
+
+func (w *mcWorld) tierOrEmpty(tier string) string {
+	if tier == "" {
+		return ""
+	}
+	return w.tierValue(tier)
+}
+
+func (w *mcWorld) tierLabels(tier string) map[string]string {
+	if tier == "" {
+		return nil
+	}
+	return map[string]string{tierLabel: w.tierValue(tier)}
+}
+
+func (s *mcSource) targetAnnotations() map[string]any {
+	a := map[string]any{v1alpha1.TargetNamespacesAnnotation: strings.Join(s.entries, ","), v1alpha1.TargetSelectorAnnotation: nil}
+	if s.tier != "" {
+		a[v1alpha1.TargetSelectorAnnotation] = tierLabel + "=" + s.tier
+	}
+	return a
+}
+
+func (s *mcSource) dataPatch(value string) map[string]any {
+	if s.kind == kindSecret {
+		return map[string]any{"stringData": map[string]string{"v": value}}
+	}
+	return map[string]any{"data": map[string]string{"v": value}}
+}
+
+func (w *mcWorld) sourceObject(s *mcSource) client.Object {
+	meta := metav1.ObjectMeta{Namespace: w.srcNS, Name: s.name}
+	if s.labelled {
+		meta.Labels = map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}
+		meta.Annotations = map[string]string{}
+		for k, v := range s.targetAnnotations() {
+			if v != nil {
+				meta.Annotations[k] = v.(string)
+			}
+		}
+	}
+	if s.kind == kindSecret {
+		return &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"v": []byte(s.value)}}
+	}
+	return &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"v": s.value}}
+}
+
+func (w *mcWorld) patchSource(t *testing.T, s *mcSource, patch map[string]any) {
+	w.patch(t, w.sourceObject(s), patch)
+}
+
+func (w *mcWorld) patch(t *testing.T, obj client.Object, patch map[string]any) {
+	t.Helper()
+	must(t, k8s.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, mustJSON(patch))))
+}
+
+// patchNamespace changes a namespace's labels; one that finished deleting meanwhile is
+// gone from the model.
+func (w *mcWorld) patchNamespace(t *testing.T, ns *mcNamespace, labels map[string]any) {
+	t.Helper()
+	err := k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}},
+		client.RawPatch(types.MergePatchType, mustJSON(map[string]any{"metadata": map[string]any{"labels": labels}})))
+	if apierrors.IsNotFound(err) {
+		ns.exists, ns.deleted = false, false
+		return
+	}
+	must(t, err)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func newObject(kind string) client.Object {
+	if kind == kindSecret {
+		return &corev1.Secret{}
+	}
+	return &corev1.ConfigMap{}
+}
+
+// --- the invariants, read from the cluster ---
+
+// violations compares the cluster with the model and returns what differs.
+func (w *mcWorld) violations(t *testing.T) []string {
+	t.Helper()
+	ctx := context.Background()
+	e := w.expect()
+	var out []string
+	// Every object carrying cmsync's marker in the world is an expected replica, with
+	// the expected content.
+	seen := map[mcObject]bool{}
+	marked := client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
+	var cms corev1.ConfigMapList
+	var secrets corev1.SecretList
+	must(t, k8s.List(ctx, &cms, marked))
+	must(t, k8s.List(ctx, &secrets, marked))
+	check := func(obj mcObject, o metav1.Object, value string) {
+		if !strings.HasPrefix(obj.namespace, w.prefix+"-") {
+			return
+		}
+		seen[obj] = true
+		want, ok := e.replicas[obj]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s carries cmsync's marker but is not wanted (source %q)", obj, o.GetAnnotations()[v1alpha1.SourceAnnotation]))
+		case o.GetAnnotations()[v1alpha1.SourceAnnotation] != want.source:
+			out = append(out, fmt.Sprintf("%s names source %q, want %q", obj, o.GetAnnotations()[v1alpha1.SourceAnnotation], want.source))
+		case value != want.value:
+			out = append(out, fmt.Sprintf("%s holds %q, want %q", obj, value, want.value))
+		case want.sync != "" && !ownedBySync(o, want.sync):
+			out = append(out, fmt.Sprintf("%s has no owner reference to ConfigMapSync %s", obj, want.sync))
+		}
+	}
+	for i := range cms.Items {
+		cm := &cms.Items[i]
+		check(mcObject{kindConfigMap, cm.Namespace, cm.Name}, cm, cm.Data["v"])
+	}
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		check(mcObject{kindSecret, s.Namespace, s.Name}, s, string(s.Data["v"]))
+	}
+	for obj := range e.replicas {
+		if !seen[obj] {
+			out = append(out, fmt.Sprintf("%s: replica missing", obj))
+		}
+	}
+	// Nothing cmsync does not own changed.
+	for obj, rv := range w.unmanaged {
+		o := newObject(obj.kind)
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: obj.namespace, Name: obj.name}, o)
+		if err != nil || o.GetResourceVersion() != rv {
+			out = append(out, fmt.Sprintf("%s is not cmsync's and changed (resourceVersion %s, error %v)", obj, rv, err))
+		}
+	}
+	// Every status tells the truth.
+	for _, s := range w.sources {
+		want, ok := e.statuses[s.name]
+		if !ok {
+			continue
+		}
+		o := newObject(s.kind)
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: w.srcNS, Name: s.name}, o); err != nil {
+			out = append(out, fmt.Sprintf("source %s: %v", s.name, err))
+			continue
+		}
+		a := o.GetAnnotations()
+		if got := [2]string{a[v1alpha1.StatusAnnotation], a[v1alpha1.SyncedAnnotation]}; got != want {
+			out = append(out, fmt.Sprintf("source %s %s says %s %s (%q), want %s %s", s.kind, s.name, got[0], got[1], a[v1alpha1.MessageAnnotation], want[0], want[1]))
+		}
+	}
+	if e.syncReady != "" {
+		sync := &v1alpha1.ConfigMapSync{}
+		if err := k8s.Get(ctx, client.ObjectKey{Name: w.sync.name}, sync); err != nil {
+			out = append(out, fmt.Sprintf("ConfigMapSync %s: %v", w.sync.name, err))
+		} else {
+			ready := meta.FindStatusCondition(sync.Status.Conditions, "Ready")
+			got := fmt.Sprintf("%d/%d", sync.Status.SyncedNamespaces, sync.Status.TargetNamespaces)
+			wantCount := fmt.Sprintf("%d/%d", e.syncCount[1], e.syncCount[0])
+			if ready == nil || string(ready.Status) != e.syncReady || got != wantCount || sync.Status.ObservedGeneration != sync.Generation {
+				out = append(out, fmt.Sprintf("ConfigMapSync %s says ready=%v %s (generation %d of %d), want %s %s",
+					w.sync.name, ready, got, sync.Status.ObservedGeneration, sync.Generation, e.syncReady, wantCount))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func ownedBySync(o metav1.Object, name string) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.Kind == v1alpha1.ConfigMapSyncKind && ref.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// remove deletes the world's sources and ConfigMapSync: its replicas must go, and the
+// model then wants nothing but the unmanaged objects.
+func (w *mcWorld) remove(t *testing.T) {
+	for slot, s := range w.sources {
+		if s.exists {
+			w.apply(t, mcOp{Kind: "delete-source", Slot: slot})
+		}
+	}
+	if w.sync.exists {
+		w.apply(t, mcOp{Kind: "delete-sync"})
+	}
+}
+
+// --- histories ---
+
+// history is one burst of operations with at most one fault.
+type history struct {
+	Index int    `json:"index"`
+	Fault string `json:"fault"`
+	Ops   []mcOp `json:"ops"`
+}
+
+// chaosFigures is what `make chaos` writes to bench/results/chaos-*.json.
+type chaosFigures struct {
+	Seed                 uint64             `json:"seed"`
+	Histories            int                `json:"histories"`
+	Operations           int                `json:"operations"`
+	OperationsByKind     map[string]int     `json:"operationsByKind"`
+	Faults               map[string]int     `json:"faults"`
+	Violations           int                `json:"violations"`
+	WorstConvergeSeconds map[string]float64 `json:"worstConvergeSeconds"`
+	// Fault figures: the old leader's writes after it was frozen or cut off (must be 0),
+	// throttled writes answered 429, and the most write requests cmsync sent in one
+	// second while throttled.
+	StaleLeaderWrites     int      `json:"staleLeaderWrites"`
+	Throttled429          int      `json:"throttled429"`
+	ThrottledMaxPerSecond int      `json:"throttledMaxWritesPerSecond"`
+	RelistsAfterExpiry    int      `json:"relistsAfterWatchExpiry"`
+	IdleWrites            int      `json:"idleWrites"`
+	Failures              []string `json:"failures,omitempty"`
+}
+
+// generate draws history i of the run seeded by seed: the same seed and index give the
+// same history.
+func generate(seed uint64, i int, faults []string) history {
+	rng := rand.New(rand.NewPCG(seed, uint64(i)))
+	excluded := ""
+	w := newModelOnly(&excluded)
+	h := history{Index: i, Fault: faults[i%len(faults)]}
+	for range 4 + rng.IntN(8) {
+		op := w.randomOp(rng)
+		w.applyToModel(op)
+		h.Ops = append(h.Ops, op)
+	}
+	return h
+}
+
+// newModelOnly is a world without objects, to draw a history's ops from its model.
+func newModelOnly(excluded *string) *mcWorld {
+	w := &mcWorld{prefix: "model", unmanaged: map[mcObject]string{}, excluded: excluded}
+	for i := range poolSize {
+		w.pool = append(w.pool, &mcNamespace{name: fmt.Sprintf("model-n%d", i)})
+	}
+	w.sources = []*mcSource{{kind: kindConfigMap, name: "a"}, {kind: kindConfigMap, name: "b"}, {kind: kindSecret, name: "c"}}
+	w.syncSource = &mcSource{kind: kindConfigMap, name: "d"}
+	w.sync = &mcSync{name: "model"}
+	return w
+}
+
+// applyToModel is apply's effect on the model alone, which is enough to draw the next
+// op (replica ops and unmanaged objects are decided against the cluster when applied).
+func (w *mcWorld) applyToModel(op mcOp) {
+	switch op.Kind {
+	case "create-source":
+		w.sources[op.Slot].exists = true
+	case "delete-source":
+		w.sources[op.Slot].exists = false
+	case "create-sync":
+		w.sync.exists = true
+	case "delete-sync":
+		w.sync.exists = false
+	case "create-namespace":
+		w.pool[op.Slot].exists = true
+	case "delete-namespace":
+		w.pool[op.Slot].deleted = true
+	}
+}
+
+// --- the run ---
+
+// TestModelChecker runs CHAOS_HISTORIES random histories (default 12; make chaos: 240)
+// of CHAOS_SEED (default 1), each with one fault of the list in turn (one in the list is
+// no fault), against two leader-elected cmsync processes, and checks the model's
+// invariants after each. CHAOS_THROTTLE is how long the throttling fault lasts (default
+// 10s; make chaos: 1m); CHAOS_FAULTS restricts the faults to a comma list of
+// faultNames. With CHAOS_OUT it writes its figures there.
+func TestModelChecker(t *testing.T) {
+	skipOnExistingCluster(t)
+	seed, _ := strconv.ParseUint(envOr("CHAOS_SEED", "1"), 10, 64)
+	n, _ := strconv.Atoi(envOr("CHAOS_HISTORIES", "12"))
+	throttleFor, err := time.ParseDuration(envOr("CHAOS_THROTTLE", "10s"))
+	must(t, err)
+	faults := faultNames
+	if only := os.Getenv("CHAOS_FAULTS"); only != "" {
+		faults = strings.Split(only, ",")
+		for _, f := range faults {
+			if !slices.Contains(faultNames, f) {
+				t.Fatalf("CHAOS_FAULTS: unknown fault %q (known: %s)", f, strings.Join(faultNames, ","))
+			}
+		}
+	}
+	must(t, createStandbyIdentity())
+
+	figures := chaosFigures{Seed: seed, OperationsByKind: map[string]int{}, Faults: map[string]int{}, WorstConvergeSeconds: map[string]float64{}}
+	withoutProtection(t, func() {
+		mc := newModelChecker(t, throttleFor, &figures)
+		defer mc.stopAll()
+		for i := range n {
+			h := generate(seed, i, faults)
+			violations, converge := mc.run(h, fmt.Sprintf("history %d", i))
+			figures.Histories++
+			figures.Operations += len(h.Ops)
+			for _, op := range h.Ops {
+				figures.OperationsByKind[op.Kind]++
+			}
+			figures.Faults[h.Fault]++
+			figures.WorstConvergeSeconds[h.Fault] = max(figures.WorstConvergeSeconds[h.Fault], converge.Seconds())
+			if len(violations) == 0 {
+				continue
+			}
+			figures.Violations += len(violations)
+			shortest := mc.shrink(h)
+			report := fmt.Sprintf("CHAOS_SEED=%d history %d (fault %s) violates:\n  %s\nshortest failing prefix (%d of %d ops, fault %s):\n  %s",
+				seed, i, h.Fault, strings.Join(violations, "\n  "), len(shortest.Ops), len(h.Ops), shortest.Fault, opsText(shortest.Ops))
+			figures.Failures = append(figures.Failures, report)
+			t.Error(report)
+		}
+	})
+	data, _ := json.MarshalIndent(figures, "", "  ")
+	t.Logf("model checker: %s", data)
+	if dir := os.Getenv("CHAOS_OUT"); dir != "" {
+		must(t, os.MkdirAll(dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("chaos-%s.json", time.Now().UTC().Format("20060102-150405"))), data, 0o644))
+	}
+	if figures.StaleLeaderWrites > 0 || figures.IdleWrites > 0 {
+		t.Errorf("stale leader writes %d, idle writes %d: both must be 0", figures.StaleLeaderWrites, figures.IdleWrites)
+	}
+}
+
+func opsText(ops []mcOp) string {
+	lines := make([]string, len(ops))
+	for i, op := range ops {
+		lines[i] = op.String()
+	}
+	return strings.Join(lines, "\n  ")
+}
+
+// shrink finds the shortest prefix of h's ops that still fails, with h's fault and
+// then without it, each in a fresh world.
+func (mc *modelChecker) shrink(h history) history {
+	for k := 1; k < len(h.Ops); k++ {
+		for _, fault := range []string{"none", h.Fault} {
+			prefix := history{Index: h.Index, Fault: fault, Ops: h.Ops[:k]}
+			if v, _ := mc.run(prefix, fmt.Sprintf("shrinking history %d to %d ops, fault %s", h.Index, k, fault)); len(v) > 0 {
+				return prefix
+			}
+		}
+	}
+	return h
+}
+
+// exclusionChanges are the globs the "restart-with-flags" fault adds to
+// --exclude-namespaces in turn: the pool's n4 of every world, then nothing.
+var exclusionChanges = []string{"mc-*-n4", ""}
+
+// faultNames are the faults in the order histories take them.
+var faultNames = []string{"none", "kill-leader", "frozen-leader", "partition", "throttled", "etcd-restart", "apiserver-restart", "watch-expired", "restart-with-flags"}
+
+// modelChecker runs histories against two cmsync processes.
+type modelChecker struct {
+	t           *testing.T
+	throttleFor time.Duration
+	figures     *chaosFigures
+	procs       []*mcProcess
+	excluded    string
+	flagChanges int
+	// stormNS and stormTargets are the throttled fault's source namespace and targets.
+	stormNS      string
+	stormTargets []string
+}
+
+// mcProcess is one cmsync process: its identity, the relay it reaches the API server
+// through, and the running controller.
+type mcProcess struct {
+	user       string
+	kubeconfig string
+	proxy      *partitionProxy
+	c          *controller
+}
+
+func newModelChecker(t *testing.T, throttleFor time.Duration, figures *chaosFigures) *modelChecker {
+	mc := &modelChecker{t: t, throttleFor: throttleFor, figures: figures}
+	standby, err := serviceAccountKubeconfig(standbyServiceAccount)
+	must(t, err)
+	for _, p := range []struct{ user, kubeconfig string }{{cmsyncUser, cmsyncKubeconfig}, {standbyUser, standby}} {
+		proxy := startPartitionProxy(t, apiServerAddr())
+		mc.procs = append(mc.procs, &mcProcess{user: p.user, proxy: proxy, kubeconfig: kubeconfigVia(t, p.kubeconfig, proxy)})
+	}
+	for _, p := range mc.procs {
+		mc.start(p)
+	}
+	return mc
+}
+
+// start runs p's process with the policy of the moment and a short lease (6s), so a
+// takeover happens within seconds.
+func (mc *modelChecker) start(p *mcProcess) {
+	exclude := "kube-system,kube-public,kube-node-lease"
+	if mc.excluded != "" {
+		exclude += "," + mc.excluded
+	}
+	p.c = startController(mc.t, "--kubeconfig="+p.kubeconfig, "--leader-elect=true", "--secrets=enabled",
+		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
+		"--exclude-namespaces="+exclude)
+}
+
+func (mc *modelChecker) stopAll() {
+	for _, p := range mc.procs {
+		p.proxy.heal()
+		if p.c.hasExited() {
+			continue
+		}
+		p.c.thaw(mc.t)
+		p.c.Stop()
+	}
+}
+
+// leader waits for the process holding the lease.
+func (mc *modelChecker) leader() *mcProcess {
+	var leader *mcProcess
+	eventually(mc.t, 60*time.Second, "a leader", func() error {
+		for _, p := range mc.procs {
+			if !p.c.hasExited() && leads(p.c) {
+				leader = p
+				return nil
+			}
+		}
+		return fmt.Errorf("no process leads")
+	})
+	return leader
+}
+
+func (mc *modelChecker) other(p *mcProcess) *mcProcess {
+	if mc.procs[0] == p {
+		return mc.procs[1]
+	}
+	return mc.procs[0]
+}
+
+// restartExited starts again a process that exited, as its Deployment would: cmsync
+// exits when it loses the lease, e.g. when the API server is away for longer than the
+// renew deadline.
+func (mc *modelChecker) restartExited() {
+	for _, p := range mc.procs {
+		if p.c.hasExited() {
+			mc.start(p)
+		}
+	}
+}
+
+// run plays h in a fresh world and returns the violated invariants and how long the
+// cluster took to converge after the last op (and the fault's end).
+func (mc *modelChecker) run(h history, what string) ([]string, time.Duration) {
+	t := mc.t
+	t.Logf("%s: fault %s, %d ops", what, h.Fault, len(h.Ops))
+	w := newWorld(t, &mc.excluded)
+	w.syncSource.exists, w.syncSource.value = true, "d0"
+	must(t, k8s.Create(context.Background(), w.sourceObject(w.syncSource)))
+	ops := func(from, to int) {
+		for _, op := range h.Ops[from:to] {
+			w.apply(t, op)
+		}
+	}
+	half := len(h.Ops) / 2
+	var violations []string
+	violations = append(violations, mc.inject(h.Fault, ops, half, len(h.Ops))...)
+
+	start := time.Now()
+	timeout := 90 * time.Second
+	var last []string
+	for {
+		mc.restartExited()
+		last = w.violations(t)
+		if len(last) == 0 || time.Since(start) > timeout {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	converge := time.Since(start)
+	violations = append(violations, last...)
+	if len(last) == 0 {
+		violations = append(violations, mc.idle(w)...)
+	}
+	// Cleanup is part of the contract: the world's replicas go with its sources.
+	w.remove(t)
+	var leftovers []string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mc.restartExited()
+		leftovers = w.violations(t)
+		if len(leftovers) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, v := range leftovers {
+		violations = append(violations, "after removing every source: "+v)
+	}
+	if len(violations) > 0 {
+		t.Logf("%s: %d violations after %s:\n  %s", what, len(violations), converge.Round(time.Millisecond), strings.Join(violations, "\n  "))
+	}
+	return violations, converge
+}
+
+// idle proves that a converged cluster sees no write from cmsync for a while.
+func (mc *modelChecker) idle(w *mcWorld) []string {
+	tail := newAuditTail(mc.t)
+	time.Sleep(2 * time.Second)
+	var writes []string
+	for _, e := range tail.next(mc.t) {
+		if isCmsync(e.User.Username) && e.isWrite() && e.ObjectRef != nil && e.ObjectRef.Resource != "leases" && e.ObjectRef.Resource != "events" {
+			writes = append(writes, fmt.Sprintf("%s %s %s/%s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name))
+		}
+	}
+	mc.figures.IdleWrites += len(writes)
+	if len(writes) > 0 {
+		return []string{fmt.Sprintf("%d writes while idle: %s", len(writes), strings.Join(truncateList(writes), ", "))}
+	}
+	return nil
+}
+
+// inject runs the ops (ops(0, half) then ops(half, all)) under the fault, and returns
+// what the fault's own checks found wrong.
+func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all int) []string {
+	t := mc.t
+	switch fault {
+	case "none":
+		ops(0, all)
+	case "kill-leader":
+		// SIGKILL at a random moment of the burst: no cleanup, no lease release.
+		leader := mc.leader()
+		ops(0, half)
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+		leader.c.Kill()
+		ops(half, all)
+		mc.start(leader)
+	case "frozen-leader":
+		// The leader freezes with work decided and not done, for longer than the lease;
+		// the other takes over and works; the old one wakes up and must not write.
+		leader := mc.leader()
+		tail := newAuditTail(t)
+		ops(0, half)
+		leader.c.freeze(t)
+		ops(half, all)
+		mc.waitForLeader(mc.other(leader))
+		taken := time.Now()
+		time.Sleep(2 * time.Second) // the new leader works
+		leader.c.thaw(t)
+		v := mc.expectNoWritesFrom(leader, taken, tail)
+		mc.restartExited()
+		return v
+	case "partition":
+		// The leader is cut off from the API server for longer than the lease while
+		// users change things; the other takes over; no double writer after it heals.
+		leader := mc.leader()
+		tail := newAuditTail(t)
+		leader.proxy.partition()
+		ops(0, all)
+		mc.waitForLeader(mc.other(leader))
+		taken := time.Now()
+		time.Sleep(2 * time.Second)
+		leader.proxy.heal()
+		v := mc.expectNoWritesFrom(leader, taken, tail)
+		mc.restartExited()
+		return v
+	case "throttled":
+		return mc.throttled(ops, all)
+	case "etcd-restart":
+		ops(0, half)
+		restartEtcd(t, time.Second)
+		ops(half, all)
+	case "apiserver-restart":
+		ops(0, half)
+		restartKubeAPIServer(t)
+		ops(half, all)
+	case "watch-expired":
+		// Both processes are cut off while users change things and the API server
+		// restarts: its new watch cache begins after every resourceVersion cmsync has
+		// seen, so cmsync's watches resume with 410 Gone and it must list again.
+		for _, p := range mc.procs {
+			p.proxy.partition()
+		}
+		ops(0, all)
+		restartKubeAPIServer(t)
+		tail := newAuditTail(t)
+		for _, p := range mc.procs {
+			p.proxy.heal()
+		}
+		mc.restartExited()
+		mc.leader()
+		relists := 0
+		eventually(t, 60*time.Second, "cmsync lists again after its watches expired", func() error {
+			for _, e := range tail.next(t) {
+				if isCmsync(e.User.Username) && (e.Verb == "list" || strings.Contains(e.RequestURI, "sendInitialEvents=true")) {
+					relists++
+				}
+			}
+			if relists == 0 {
+				return fmt.Errorf("no list yet")
+			}
+			return nil
+		})
+		mc.figures.RelistsAfterExpiry += relists
+	case "restart-with-flags":
+		// --exclude-namespaces changes while both processes are down.
+		mc.flagChanges++
+		for _, p := range mc.procs {
+			p.c.Stop()
+		}
+		mc.excluded = exclusionChanges[(mc.flagChanges-1)%len(exclusionChanges)]
+		ops(0, all)
+		for _, p := range mc.procs {
+			mc.start(p)
+		}
+	default:
+		t.Fatalf("unknown fault %s", fault)
+	}
+	return nil
+}
+
+// throttled runs the ops while the API server's flow control answers most of cmsync's
+// writes 429 for mc.throttleFor; cmsync must neither stall nor loop hot.
+func (mc *modelChecker) throttled(ops func(from, to int), all int) []string {
+	t := mc.t
+	ctx := context.Background()
+	stormNS, stormTargets := mc.stormNamespaces()
+	storm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: stormNS, Name: "storm-" + randomSuffix(),
+		Labels:      map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue},
+		Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: stormNS + "-*"}},
+		Data: map[string]string{"v": "storm"}}
+	tail := newAuditTail(t)
+	throttle(t)
+	must(t, k8s.Create(ctx, storm)) // a fan-out that one seat cannot carry
+	ops(0, all)
+	time.Sleep(mc.throttleFor)
+	unthrottle(t)
+	var out []string
+	if !waitUntilOK(90*time.Second, func() bool { return len(replicasOf(t, stormNS, storm.Name)) == len(stormTargets) }) {
+		out = append(out, fmt.Sprintf("throttled: the storm's fan-out did not complete after the throttling ended: %d of %d replicas",
+			len(replicasOf(t, stormNS, storm.Name)), len(stormTargets)))
+	}
+	must(t, k8s.Delete(ctx, storm))
+	if !waitUntilOK(90*time.Second, func() bool { return len(replicasOf(t, stormNS, storm.Name)) == 0 }) {
+		out = append(out, "throttled: the storm's replicas stayed after its source was deleted")
+	}
+	perSecond := map[int64]int{}
+	rejected := 0
+	for _, e := range tail.next(t) {
+		if !isCmsync(e.User.Username) || !e.isWrite() {
+			continue
+		}
+		perSecond[e.Received.Unix()]++
+		if e.code() == 429 {
+			rejected++
+		}
+	}
+	most := 0
+	for _, n := range perSecond {
+		most = max(most, n)
+	}
+	mc.figures.Throttled429 += rejected
+	mc.figures.ThrottledMaxPerSecond = max(mc.figures.ThrottledMaxPerSecond, most)
+	t.Logf("throttled for %s: %d writes answered 429, at most %d write requests in one second", mc.throttleFor, rejected, most)
+	// A bounded rate: cmsync's workers bound its requests in flight (4 sources x 16
+	// writers), and client-go waits the Retry-After of each 429; a hot loop would send
+	// thousands a second.
+	if most > maxThrottledWritesPerSecond {
+		out = append(out, fmt.Sprintf("throttled: %d write requests in one second (more than %d: a hot loop)", most, maxThrottledWritesPerSecond))
+	}
+	if rejected == 0 {
+		out = append(out, "throttled: no write was answered 429, so the fault did not happen")
+	}
+	return out
+}
+
+// stormNamespaces makes, once, the namespaces the throttled fault fans out to.
+func (mc *modelChecker) stormNamespaces() (string, []string) {
+	if mc.stormNS == "" {
+		mc.stormNS = newNamespace(mc.t, "mc-storm", nil)
+		for i := range stormSize {
+			mc.stormTargets = append(mc.stormTargets, mc.stormNS+"-"+strconv.Itoa(i))
+			must(mc.t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mc.stormTargets[i]}}))
+		}
+	}
+	return mc.stormNS, mc.stormTargets
+}
+
+// stormSize is how many namespaces the throttled fault's fan-out reaches.
+const stormSize = 60
+
+// waitUntilOK polls ok until it holds or the timeout passes.
+func waitUntilOK(timeout time.Duration, ok func() bool) bool {
+	return waitUntil(timeout, func() error {
+		if !ok() {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	}) == nil
+}
+
+// maxThrottledWritesPerSecond bounds cmsync's write requests while every one is
+// answered 429 at once: 64 in flight, each retried after the server's Retry-After of
+// at least one second.
+const maxThrottledWritesPerSecond = 200
+
+func (mc *modelChecker) waitForLeader(p *mcProcess) {
+	eventually(mc.t, 60*time.Second, "the other process leads", func() error {
+		if !leads(p.c) {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+}
+
+// expectNoWritesFrom checks the audit log (read from tail) for writes of the old
+// leader's identity received after taken — when the test saw the other process lead,
+// so after the lease changed hands — for long enough that the old leader's in-flight
+// work has been tried: it must have stepped down (exited) without one.
+func (mc *modelChecker) expectNoWritesFrom(old *mcProcess, taken time.Time, tail *auditTail) []string {
+	t := mc.t
+	deadline := time.Now().Add(15 * time.Second)
+	var stale []string
+	for {
+		for _, e := range tail.next(t) {
+			if e.User.Username == old.user && e.isWrite() && e.Received.After(taken) {
+				what := e.Verb
+				if e.ObjectRef != nil {
+					what += " " + e.ObjectRef.Resource + " " + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+				}
+				stale = append(stale, fmt.Sprintf("%s (answered %d)", what, e.code()))
+			}
+		}
+		if old.c.hasExited() || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	mc.figures.StaleLeaderWrites += len(stale)
+	var out []string
+	if len(stale) > 0 {
+		out = append(out, fmt.Sprintf("the old leader (%s) wrote after losing the lease: %s", old.user, strings.Join(truncateList(stale), "; ")))
+	}
+	if !old.c.hasExited() && leads(old.c) {
+		out = append(out, "the old leader still leads after its lease was taken")
+	}
+	return out
+}
+
+// leads tells whether the process holds the lease; a frozen or gone process does not
+// answer and does not lead.
+func leads(c *controller) bool {
+	if c.hasExited() {
+		return false
+	}
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + c.metricsAddr + "/metrics")
+	if err != nil {
+		return false
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "leader_election_master_status") && strings.HasSuffix(line, " 1") {
+			return true
+		}
+	}
+	return false
+}
