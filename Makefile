@@ -227,12 +227,16 @@ bench-smoke: build ## A tiny sweep (20 namespaces, 2 sources, one round), so tha
 CHAOS_KILLS ?= 100
 CHAOS_LEADER_KILLS ?= 5
 CHAOS_SEED ?= 1
+CHAOS_HISTORIES ?= 240
+CHAOS_THROTTLE ?= 1m
+CHAOS_FAULTS ?=
 
 .PHONY: chaos
-chaos: build ## SIGKILL cmsync CHAOS_KILLS times (default 100, seeded by CHAOS_SEED) during fan-out, update, retarget and cleanup, restart the kube-apiserver mid-fan-out, and kill the leader of two leader-elected processes CHAOS_LEADER_KILLS times (default 5); counts in bench/results/chaos-*.json. make test runs 6 + 1.
+chaos: build ## The model checker: CHAOS_HISTORIES random histories (default 240, seeded by CHAOS_SEED) against two leader-elected processes, each with one fault in turn (every fault type 26 times: SIGKILL, frozen leader, partition, CHAOS_THROTTLE of 429s, etcd and kube-apiserver restarts, watch expiry, new flags; CHAOS_FAULTS=a,b for some), checked against a model of SPEC.md; then CHAOS_KILLS SIGKILLs and CHAOS_LEADER_KILLS leader kills. Figures in bench/results/chaos-*.json; about 90 minutes. make test runs 12 histories.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" HELM="$(HELM)" \
+	  CHAOS_SEED=$(CHAOS_SEED) CHAOS_HISTORIES=$(CHAOS_HISTORIES) CHAOS_THROTTLE=$(CHAOS_THROTTLE) CHAOS_FAULTS=$(CHAOS_FAULTS) CHAOS_OUT=$(abspath bench/results) \
 	  CMSYNC_CHAOS_KILLS=$(CHAOS_KILLS) CMSYNC_CHAOS_LEADER_KILLS=$(CHAOS_LEADER_KILLS) CMSYNC_CHAOS_SEED=$(CHAOS_SEED) CMSYNC_CHAOS_OUT=$(abspath bench/results) \
-	  go test -tags e2e -count=1 -timeout 60m -run 'TestChaos$$' ./test/e2e/... -v
+	  go test -tags e2e -count=1 -timeout 180m -run 'TestModelChecker$$|TestChaos$$' ./test/e2e/... -v
 
 .PHONY: clean
 clean: ## Remove build output (the cached control-plane binaries stay).

@@ -61,10 +61,16 @@ func TestFenceFollowsTheLease(t *testing.T) {
 				_ = l.Update(ctx, me)
 			}
 		}, true, "", nil},
-		{"closed a renew deadline after the last renewal was sent, though the process still thinks it leads", func(c *clock, l resourcelock.Interface, _ *lockStub) {
-			_ = l.Create(ctx, me)
-			c.advance(10 * time.Second)
-		}, false, "last renewed 10s ago", nil},
+		{
+			"closed a renew deadline after the last renewal was sent, though the process still thinks it leads",
+			func(c *clock, l resourcelock.Interface, _ *lockStub) {
+				_ = l.Create(ctx, me)
+				c.advance(10 * time.Second)
+			},
+			false,
+			"last renewed 10s ago",
+			nil,
+		},
 		{"a frozen leader wakes up closed", func(c *clock, l resourcelock.Interface, _ *lockStub) {
 			_ = l.Update(ctx, me)
 			c.advance(40 * time.Second)

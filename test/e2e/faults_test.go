@@ -404,9 +404,6 @@ func (a *auditTail) next(t *testing.T) []auditEntry {
 	return out
 }
 
-// cmsyncIdentities are the users the model checker's processes run as.
-var cmsyncIdentities = []string{cmsyncUser, standbyUser}
-
 func isCmsync(user string) bool { return user == cmsyncUser || user == standbyUser }
 
 // findProcessWith is findProcess for a process of this suite identified by one of its
@@ -434,4 +431,41 @@ func findProcessWith(t *testing.T, name string, isOurs func(arg string) bool) (i
 	}
 	t.Fatalf("no %s process of this suite", name)
 	return 0, nil
+}
+
+// TestFrozenLeaderWritesNothing is the model checker's frozen-leader fault on a fixed
+// history: the leader freezes in the middle of fan-outs, users change every source
+// while it sleeps, another process takes over; woken up, the old leader must not send
+// one write. Before the lease fence it patched the sources' status and recorded Events
+// from what it had decided before it froze.
+func TestFrozenLeaderWritesNothing(t *testing.T) {
+	skipOnExistingCluster(t)
+	must(t, createStandbyIdentity())
+	var before, during []mcOp
+	for i := range poolSize {
+		before = append(before, mcOp{Kind: "create-namespace", Slot: i, Tier: []string{"x", ""}[i%2]})
+	}
+	before = append(before, mcOp{Kind: "create-source", Slot: 0, Value: "1", Entries: []string{"n*"}},
+		mcOp{Kind: "create-sync", Entries: []string{"n*", "!n4"}})
+	during = []mcOp{
+		{Kind: "update-source", Slot: 0, Value: "2"},
+		{Kind: "update-sync-source", Value: "2"},
+		{Kind: "create-source", Slot: 2, Value: "secret", Tier: "x", Entries: []string{"n0"}},
+		{Kind: "retarget-source", Slot: 0, Entries: []string{"n[0-2]"}},
+		{Kind: "label-namespace", Slot: 1, Tier: "x"},
+		{Kind: "ignore-namespace", Slot: 0},
+		{Kind: "delete-namespace", Slot: 3},
+	}
+	figures := chaosFigures{Faults: map[string]int{}}
+	withoutProtection(t, func() {
+		mc := newModelChecker(t, 0, &figures)
+		defer mc.stopAll()
+		h := history{Fault: "frozen-leader", Ops: append(before, during...)}
+		if violations, _ := mc.run(h, "frozen leader"); len(violations) > 0 {
+			t.Errorf("after the frozen leader woke up:\n  %s", strings.Join(violations, "\n  "))
+		}
+	})
+	if figures.StaleLeaderWrites != 0 {
+		t.Errorf("the old leader wrote %d times after the takeover", figures.StaleLeaderWrites)
+	}
 }

@@ -319,6 +319,19 @@ func (w *mcWorld) randomOp(rng *rand.Rand) mcOp {
 // namespace still terminating) does nothing.
 func (w *mcWorld) apply(t *testing.T, op mcOp) {
 	t.Helper()
+	switch {
+	case strings.HasSuffix(op.Kind, "-source") || strings.HasSuffix(op.Kind, "-sync"):
+		w.applyToSource(t, op)
+	case strings.HasSuffix(op.Kind, "-namespace"):
+		w.applyToNamespace(t, op)
+	default:
+		w.applyInTarget(t, op)
+	}
+}
+
+// applyToSource does an op on a source or the ConfigMapSync.
+func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
+	t.Helper()
 	ctx := context.Background()
 	switch op.Kind {
 	case "create-source":
@@ -372,6 +385,16 @@ func (w *mcWorld) apply(t *testing.T, op mcOp) {
 			return
 		}
 		w.patchSource(t, s, s.dataPatch(op.Value))
+	default:
+		t.Fatalf("unknown op %s", op)
+	}
+}
+
+// applyToNamespace does an op on a namespace of the pool.
+func (w *mcWorld) applyToNamespace(t *testing.T, op mcOp) {
+	t.Helper()
+	ctx := context.Background()
+	switch op.Kind {
 	case "create-namespace":
 		ns := w.pool[op.Slot]
 		err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: w.tierLabels(op.Tier)}})
@@ -405,6 +428,16 @@ func (w *mcWorld) apply(t *testing.T, op mcOp) {
 			}
 		}
 		must(t, client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}})))
+	default:
+		t.Fatalf("unknown op %s", op)
+	}
+}
+
+// applyInTarget does an op on a replica or an unmanaged object in a target namespace.
+func (w *mcWorld) applyInTarget(t *testing.T, op mcOp) {
+	t.Helper()
+	ctx := context.Background()
+	switch op.Kind {
 	case "edit-replica", "delete-replica", "disown-replica":
 		w.tamper(t, op)
 	case "create-unmanaged":
@@ -506,20 +539,20 @@ func (s *mcSource) dataPatch(value string) map[string]any {
 }
 
 func (w *mcWorld) sourceObject(s *mcSource) client.Object {
-	meta := metav1.ObjectMeta{Namespace: w.srcNS, Name: s.name}
+	objMeta := metav1.ObjectMeta{Namespace: w.srcNS, Name: s.name}
 	if s.labelled {
-		meta.Labels = map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}
-		meta.Annotations = map[string]string{}
+		objMeta.Labels = map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}
+		objMeta.Annotations = map[string]string{}
 		for k, v := range s.targetAnnotations() {
 			if v != nil {
-				meta.Annotations[k] = v.(string)
+				objMeta.Annotations[k] = v.(string)
 			}
 		}
 	}
 	if s.kind == kindSecret {
-		return &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"v": []byte(s.value)}}
+		return &corev1.Secret{ObjectMeta: objMeta, Data: map[string][]byte{"v": []byte(s.value)}}
 	}
-	return &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"v": s.value}}
+	return &corev1.ConfigMap{ObjectMeta: objMeta, Data: map[string]string{"v": s.value}}
 }
 
 func (w *mcWorld) patchSource(t *testing.T, s *mcSource, patch map[string]any) {
@@ -626,7 +659,10 @@ func (w *mcWorld) violations(t *testing.T) []string {
 		}
 		a := o.GetAnnotations()
 		if got := [2]string{a[v1alpha1.StatusAnnotation], a[v1alpha1.SyncedAnnotation]}; got != want {
-			out = append(out, fmt.Sprintf("source %s %s says %s %s (%q), want %s %s", s.kind, s.name, got[0], got[1], a[v1alpha1.MessageAnnotation], want[0], want[1]))
+			out = append(
+				out,
+				fmt.Sprintf("source %s %s says %s %s (%q), want %s %s", s.kind, s.name, got[0], got[1], a[v1alpha1.MessageAnnotation], want[0], want[1]),
+			)
 		}
 	}
 	if e.syncReady != "" {
@@ -832,7 +868,17 @@ func (mc *modelChecker) shrink(h history) history {
 var exclusionChanges = []string{"mc-*-n4", ""}
 
 // faultNames are the faults in the order histories take them.
-var faultNames = []string{"none", "kill-leader", "frozen-leader", "partition", "throttled", "etcd-restart", "apiserver-restart", "watch-expired", "restart-with-flags"}
+var faultNames = []string{
+	"none",
+	"kill-leader",
+	"frozen-leader",
+	"partition",
+	"throttled",
+	"etcd-restart",
+	"apiserver-restart",
+	"watch-expired",
+	"restart-with-flags",
+}
 
 // modelChecker runs histories against two cmsync processes.
 type modelChecker struct {
@@ -957,7 +1003,7 @@ func (mc *modelChecker) run(h history, what string) ([]string, time.Duration) {
 	converge := time.Since(start)
 	violations = append(violations, last...)
 	if len(last) == 0 {
-		violations = append(violations, mc.idle(w)...)
+		violations = append(violations, mc.idle()...)
 	}
 	// Cleanup is part of the contract: the world's replicas go with its sources.
 	w.remove(t)
@@ -981,7 +1027,7 @@ func (mc *modelChecker) run(h history, what string) ([]string, time.Duration) {
 }
 
 // idle proves that a converged cluster sees no write from cmsync for a while.
-func (mc *modelChecker) idle(w *mcWorld) []string {
+func (mc *modelChecker) idle() []string {
 	tail := newAuditTail(mc.t)
 	time.Sleep(2 * time.Second)
 	var writes []string
