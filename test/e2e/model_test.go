@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -61,6 +62,12 @@ type mcSource struct {
 	entries  []string // target-namespaces entries
 	tier     string   // target-selector tier=<tier>, "" for none
 	value    string
+	broken   bool // its target-selector is malformed: Invalid
+	// frozen holds, while the source is Invalid, the replicas it had when it became
+	// Invalid: cmsync changes nothing for an Invalid source, so they stay as they were
+	// (users may still edit or delete them); prevSynced is its synced count then.
+	frozen     map[mcObject]mcReplica
+	prevSynced string
 }
 
 // mcSync is the world's ConfigMapSync; it copies the plain ConfigMap syncSource.
@@ -69,6 +76,7 @@ type mcSync struct {
 	exists  bool
 	entries []string // destinationNamespaces
 	tier    string   // namespaceSelector matchLabels tier=<tier>
+	frozen  map[mcObject]mcReplica
 }
 
 // mcObject names an object in a target namespace.
@@ -86,10 +94,15 @@ type mcWorld struct {
 	// unmanaged are objects in the way of replicas: created by users, or replicas a
 	// user disowned (managed-by label removed); their resourceVersions must not move.
 	unmanaged map[mcObject]string
-	// excluded is the glob the controller's --exclude-namespaces adds (the policy,
-	// shared by every world).
-	excluded *string
+	// excluded is the glob the controller's --exclude-namespaces adds, and
+	// sourcesBarred tells whether --source-namespaces leaves the worlds' source
+	// namespaces out (the policy, shared by every world).
+	excluded      *string
+	sourcesBarred *bool
 }
+
+// invalid tells whether cmsync must treat the source as Invalid.
+func (w *mcWorld) invalid(s *mcSource) bool { return s.broken || *w.sourcesBarred }
 
 const (
 	kindConfigMap = "ConfigMap"
@@ -98,9 +111,9 @@ const (
 	poolSize      = 5
 )
 
-func newWorld(t *testing.T, excluded *string) *mcWorld {
+func newWorld(t *testing.T, excluded *string, sourcesBarred *bool) *mcWorld {
 	t.Helper()
-	w := &mcWorld{prefix: "mc-" + randomSuffix(), unmanaged: map[mcObject]string{}, excluded: excluded}
+	w := &mcWorld{prefix: "mc-" + randomSuffix(), unmanaged: map[mcObject]string{}, excluded: excluded, sourcesBarred: sourcesBarred}
 	w.srcNS = w.prefix + "-src"
 	must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.srcNS}}))
 	for i := range poolSize {
@@ -154,10 +167,11 @@ type mcReplica struct {
 
 // expectation is the state the cluster must reach.
 type expectation struct {
-	replicas  map[mcObject]mcReplica
-	statuses  map[string][2]string // source name -> status, synced ("" "" when no status)
-	syncReady string               // "True"/"False"; "" without a ConfigMapSync
-	syncCount [2]int               // targets, synced
+	replicas   map[mcObject]mcReplica
+	statuses   map[string][2]string // source name -> status, synced ("" "" when no status)
+	syncReady  string               // "True"/"False"; "" without a ConfigMapSync
+	syncReason string               // with an Invalid ConfigMapSync, "Invalid" (its counts are not checked)
+	syncCount  [2]int               // targets, synced
 }
 
 func (w *mcWorld) expect() expectation {
@@ -179,6 +193,9 @@ func (w *mcWorld) expect() expectation {
 		case !s.exists:
 		case !s.labelled:
 			e.statuses[s.name] = [2]string{"", ""}
+		case w.invalid(s):
+			maps.Copy(e.replicas, s.frozen)
+			e.statuses[s.name] = [2]string{v1alpha1.StatusInvalid, s.prevSynced}
 		default:
 			targets := w.targets(s.entries, s.tier)
 			synced := want(s.kind, w.srcNS+"/"+s.name, s.value, "", targets)
@@ -189,7 +206,10 @@ func (w *mcWorld) expect() expectation {
 			e.statuses[s.name] = [2]string{state, fmt.Sprintf("%d/%d", synced, len(targets))}
 		}
 	}
-	if w.sync.exists && w.syncSource.exists {
+	if w.sync.exists && *w.sourcesBarred {
+		maps.Copy(e.replicas, w.sync.frozen)
+		e.syncReady, e.syncReason = "False", v1alpha1.ReasonInvalid
+	} else if w.sync.exists && w.syncSource.exists {
 		targets := w.targets(w.sync.entries, w.sync.tier)
 		synced := want(kindConfigMap, w.srcNS+"/"+w.syncSource.name, w.syncSource.value, w.sync.name, targets)
 		e.syncReady, e.syncCount = "True", [2]int{len(targets), synced}
@@ -198,6 +218,71 @@ func (w *mcWorld) expect() expectation {
 		}
 	}
 	return e
+}
+
+// freeze records, for a source about to turn Invalid, the replicas and count the
+// converged cluster holds for it.
+func (w *mcWorld) freeze(s *mcSource) {
+	e := w.expect()
+	s.frozen, s.prevSynced = map[mcObject]mcReplica{}, e.statuses[s.name][1]
+	if s.prevSynced == "" {
+		s.prevSynced = "0/0"
+	}
+	for obj, r := range e.replicas {
+		if r.sync == "" && r.source == w.srcNS+"/"+s.name {
+			s.frozen[obj] = r
+		}
+	}
+}
+
+// freezeSync is freeze for the ConfigMapSync.
+func (w *mcWorld) freezeSync() {
+	e := w.expect()
+	w.sync.frozen = map[mcObject]mcReplica{}
+	for obj, r := range e.replicas {
+		if r.sync != "" {
+			w.sync.frozen[obj] = r
+		}
+	}
+}
+
+// bar and unbar follow --source-namespaces leaving the source namespaces out, and
+// letting them in again. The cluster must have converged before bar.
+func (w *mcWorld) bar() {
+	for _, s := range w.sources {
+		if s.exists && s.labelled && !s.broken {
+			w.freeze(s)
+		}
+	}
+	if w.sync.exists {
+		w.freezeSync()
+	}
+}
+
+func (w *mcWorld) unbar() {
+	for _, s := range w.sources {
+		if !s.broken {
+			s.frozen = nil
+		}
+	}
+	w.sync.frozen = nil
+}
+
+// forgetFrozen drops the frozen replicas that match: deleted with their namespace, or
+// by a user.
+func (w *mcWorld) forgetFrozen(match func(mcObject) bool) {
+	for _, frozen := range w.frozenSets() {
+		maps.DeleteFunc(frozen, func(obj mcObject, _ mcReplica) bool { return match(obj) })
+	}
+}
+
+func (w *mcWorld) frozenSets() []map[mcObject]mcReplica {
+	out := make([]map[mcObject]mcReplica, 0, 1+len(w.sources))
+	out = append(out, w.sync.frozen)
+	for _, s := range w.sources {
+		out = append(out, s.frozen)
+	}
+	return out
 }
 
 // --- the operations ---
@@ -253,28 +338,16 @@ func randomTier(rng *rand.Rand) string {
 	return []string{"", "", "x", "y"}[rng.IntN(4)]
 }
 
-// randomOp picks an operation that makes sense in the model's state.
-func (w *mcWorld) randomOp(rng *rand.Rand) mcOp {
+// randomOp picks an operation that makes sense in the model's state; breakable allows
+// breaking a source's annotations (and mending them), which needs a converged cluster
+// first.
+func (w *mcWorld) randomOp(rng *rand.Rand, breakable bool) mcOp {
 	value := "v" + strconv.Itoa(rng.IntN(1000))
 	for {
-		switch rng.IntN(16) {
-		case 0, 1, 2:
-			slot := rng.IntN(len(w.sources))
-			if !w.sources[slot].exists {
-				return mcOp{Kind: "create-source", Slot: slot, Value: value, Entries: randomEntries(rng), Tier: randomTier(rng)}
-			}
-			return mcOp{Kind: "update-source", Slot: slot, Value: value}
-		case 3:
-			if slot := rng.IntN(len(w.sources)); w.sources[slot].exists {
-				return mcOp{Kind: "retarget-source", Slot: slot, Entries: randomEntries(rng), Tier: randomTier(rng)}
-			}
-		case 4:
-			if slot := rng.IntN(len(w.sources)); w.sources[slot].exists {
-				return mcOp{Kind: "relabel-source", Slot: slot}
-			}
-		case 5:
-			if slot := rng.IntN(len(w.sources)); w.sources[slot].exists {
-				return mcOp{Kind: "delete-source", Slot: slot}
+		switch pick := rng.IntN(16); pick {
+		case 0, 1, 2, 3, 4, 5:
+			if op, ok := w.randomSourceOp(rng, pick, value, breakable); ok {
+				return op
 			}
 		case 6:
 			if !w.sync.exists {
@@ -314,6 +387,31 @@ func (w *mcWorld) randomOp(rng *rand.Rand) mcOp {
 	}
 }
 
+// randomSourceOp picks an op on an annotated source: pick 0-2 creates or updates one,
+// 3 retargets, 4 relabels, 5 breaks, mends or deletes.
+func (w *mcWorld) randomSourceOp(rng *rand.Rand, pick int, value string, breakable bool) (mcOp, bool) {
+	slot := rng.IntN(len(w.sources))
+	s := w.sources[slot]
+	switch {
+	case pick <= 2 && !s.exists:
+		return mcOp{Kind: "create-source", Slot: slot, Value: value, Entries: randomEntries(rng), Tier: randomTier(rng)}, true
+	case pick <= 2:
+		return mcOp{Kind: "update-source", Slot: slot, Value: value}, true
+	case !s.exists:
+		return mcOp{}, false
+	case pick == 3:
+		return mcOp{Kind: "retarget-source", Slot: slot, Entries: randomEntries(rng), Tier: randomTier(rng)}, true
+	case pick == 4:
+		return mcOp{Kind: "relabel-source", Slot: slot}, true
+	case breakable && !s.broken && rng.IntN(2) == 0:
+		return mcOp{Kind: "break-source", Slot: slot}, true
+	case breakable && s.broken:
+		return mcOp{Kind: "fix-source", Slot: slot}, true
+	default:
+		return mcOp{Kind: "delete-source", Slot: slot}, true
+	}
+}
+
 // apply does op against the cluster as a user would, and updates the model with what
 // happened. An op the cluster's state does not allow any more (the object is gone, the
 // namespace still terminating) does nothing.
@@ -337,6 +435,7 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 	case "create-source":
 		s := w.sources[op.Slot]
 		s.exists, s.labelled, s.entries, s.tier, s.value = true, true, w.entryNames(op.Entries), w.tierOrEmpty(op.Tier), op.Value
+		s.broken, s.frozen, s.prevSynced = false, map[mcObject]mcReplica{}, "0/0"
 		must(t, k8s.Create(ctx, w.sourceObject(s)))
 	case "update-source":
 		s := w.sources[op.Slot]
@@ -349,6 +448,9 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 	case "relabel-source":
 		s := w.sources[op.Slot]
 		s.labelled = !s.labelled
+		// Unlabelled, even an Invalid source's replicas go; labelled again while
+		// Invalid, it has none and no earlier count.
+		s.frozen, s.prevSynced = map[mcObject]mcReplica{}, "0/0"
 		var label any // removed
 		if s.labelled {
 			label = v1alpha1.ReplicateLabelValue
@@ -356,8 +458,18 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 		w.patchSource(t, s, map[string]any{"metadata": map[string]any{"labels": map[string]any{v1alpha1.ReplicateLabel: label}}})
 	case "delete-source":
 		s := w.sources[op.Slot]
-		s.exists = false
+		s.exists, s.frozen = false, nil // an Invalid source's replicas go with it too
 		must(t, client.IgnoreNotFound(k8s.Delete(ctx, w.sourceObject(s))))
+	case "break-source", "fix-source":
+		s := w.sources[op.Slot]
+		if op.Kind == "break-source" && !w.invalid(s) && s.labelled {
+			w.freeze(s)
+		}
+		s.broken = op.Kind == "break-source"
+		if !w.invalid(s) {
+			s.frozen = nil
+		}
+		w.patchSource(t, s, map[string]any{"metadata": map[string]any{"annotations": s.targetAnnotations()}})
 	case "create-sync", "retarget-sync":
 		w.sync.entries, w.sync.tier = w.entryNames(op.Entries), w.tierOrEmpty(op.Tier)
 		spec := v1alpha1.ConfigMapSyncSpec{SourceNamespace: w.srcNS, ConfigMapName: w.syncSource.name, DestinationNamespaces: w.sync.entries}
@@ -365,7 +477,7 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 			spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{tierLabel: w.sync.tier}}
 		}
 		if op.Kind == "create-sync" {
-			w.sync.exists = true
+			w.sync.exists, w.sync.frozen = true, map[mcObject]mcReplica{}
 			must(t, k8s.Create(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}, Spec: spec}))
 			return
 		}
@@ -374,7 +486,7 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 		sync.Spec = spec
 		must(t, k8s.Update(ctx, sync))
 	case "delete-sync":
-		w.sync.exists = false
+		w.sync.exists, w.sync.frozen = false, nil
 		must(t, client.IgnoreNotFound(k8s.Delete(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}})))
 	case "update-sync-source":
 		s := w.syncSource
@@ -422,11 +534,9 @@ func (w *mcWorld) applyToNamespace(t *testing.T, op mcOp) {
 	case "delete-namespace":
 		ns := w.pool[op.Slot]
 		ns.deleted = true
-		for obj := range w.unmanaged {
-			if obj.namespace == ns.name {
-				delete(w.unmanaged, obj)
-			}
-		}
+		inNamespace := func(obj mcObject) bool { return obj.namespace == ns.name }
+		maps.DeleteFunc(w.unmanaged, func(obj mcObject, _ string) bool { return inNamespace(obj) })
+		w.forgetFrozen(inNamespace)
 		must(t, client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}})))
 	default:
 		t.Fatalf("unknown op %s", op)
@@ -491,12 +601,20 @@ func (w *mcWorld) tamper(t *testing.T, op mcOp) {
 	switch op.Kind {
 	case "edit-replica":
 		err = k8s.Patch(ctx, o, client.RawPatch(types.MergePatchType, mustJSON(s.dataPatch(op.Value))))
+		if r, frozen := s.frozen[obj]; frozen && err == nil {
+			r.value = op.Value // an Invalid source's replica is not repaired
+			s.frozen[obj] = r
+		}
 	case "delete-replica":
 		err = k8s.Delete(ctx, o, client.Preconditions{ResourceVersion: ptr(o.GetResourceVersion())})
+		if err == nil {
+			delete(s.frozen, obj)
+		}
 	case "disown-replica":
 		err = k8s.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+v1alpha1.ManagedByLabel+`":null}}}`)))
 		if err == nil {
 			w.unmanaged[obj] = o.GetResourceVersion()
+			delete(s.frozen, obj)
 		}
 	}
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -525,7 +643,10 @@ func (w *mcWorld) tierLabels(tier string) map[string]string {
 
 func (s *mcSource) targetAnnotations() map[string]any {
 	a := map[string]any{v1alpha1.TargetNamespacesAnnotation: strings.Join(s.entries, ","), v1alpha1.TargetSelectorAnnotation: nil}
-	if s.tier != "" {
+	switch {
+	case s.broken:
+		a[v1alpha1.TargetSelectorAnnotation] = "=" + tierLabel // a selector with no key: Invalid
+	case s.tier != "":
 		a[v1alpha1.TargetSelectorAnnotation] = tierLabel + "=" + s.tier
 	}
 	return a
@@ -673,7 +794,9 @@ func (w *mcWorld) violations(t *testing.T) []string {
 			ready := meta.FindStatusCondition(sync.Status.Conditions, "Ready")
 			got := fmt.Sprintf("%d/%d", sync.Status.SyncedNamespaces, sync.Status.TargetNamespaces)
 			wantCount := fmt.Sprintf("%d/%d", e.syncCount[1], e.syncCount[0])
-			if ready == nil || string(ready.Status) != e.syncReady || got != wantCount || sync.Status.ObservedGeneration != sync.Generation {
+			countWrong := e.syncReason == "" && got != wantCount
+			reasonWrong := e.syncReason != "" && (ready == nil || ready.Reason != e.syncReason)
+			if ready == nil || string(ready.Status) != e.syncReady || countWrong || reasonWrong || sync.Status.ObservedGeneration != sync.Generation {
 				out = append(out, fmt.Sprintf("ConfigMapSync %s says ready=%v %s (generation %d of %d), want %s %s",
 					w.sync.name, ready, got, sync.Status.ObservedGeneration, sync.Generation, e.syncReady, wantCount))
 			}
@@ -738,11 +861,11 @@ type chaosFigures struct {
 // same history.
 func generate(seed uint64, i int, faults []string) history {
 	rng := rand.New(rand.NewPCG(seed, uint64(i)))
-	excluded := ""
-	w := newModelOnly(&excluded)
+	excluded, barred := "", false
+	w := newModelOnly(&excluded, &barred)
 	h := history{Index: i, Fault: faults[i%len(faults)]}
 	for range 4 + rng.IntN(8) {
-		op := w.randomOp(rng)
+		op := w.randomOp(rng, slices.Contains(breakableUnder, h.Fault))
 		w.applyToModel(op)
 		h.Ops = append(h.Ops, op)
 	}
@@ -750,8 +873,8 @@ func generate(seed uint64, i int, faults []string) history {
 }
 
 // newModelOnly is a world without objects, to draw a history's ops from its model.
-func newModelOnly(excluded *string) *mcWorld {
-	w := &mcWorld{prefix: "model", unmanaged: map[mcObject]string{}, excluded: excluded}
+func newModelOnly(excluded *string, barred *bool) *mcWorld {
+	w := &mcWorld{prefix: "model", unmanaged: map[mcObject]string{}, excluded: excluded, sourcesBarred: barred}
 	for i := range poolSize {
 		w.pool = append(w.pool, &mcNamespace{name: fmt.Sprintf("model-n%d", i)})
 	}
@@ -769,6 +892,8 @@ func (w *mcWorld) applyToModel(op mcOp) {
 		w.sources[op.Slot].exists = true
 	case "delete-source":
 		w.sources[op.Slot].exists = false
+	case "break-source", "fix-source":
+		w.sources[op.Slot].broken = op.Kind == "break-source"
 	case "create-sync":
 		w.sync.exists = true
 	case "delete-sync":
@@ -863,9 +988,19 @@ func (mc *modelChecker) shrink(h history) history {
 	return h
 }
 
-// exclusionChanges are the globs the "restart-with-flags" fault adds to
-// --exclude-namespaces in turn: the pool's n4 of every world, then nothing.
-var exclusionChanges = []string{"mc-*-n4", ""}
+// flagChanges are what the "restart-with-flags" fault does in turn: --exclude-namespaces
+// gains a glob of the pool's n4 of every world, loses it again; --source-namespaces
+// leaves the worlds' source namespaces out (every source and the ConfigMapSync turn
+// Invalid and keep their replicas), lets them in again.
+var flagChanges = []struct {
+	excluded string
+	barred   bool
+}{{"mc-*-n4", false}, {"", false}, {"", true}, {"", false}}
+
+// breakableUnder are the faults under which a history may break a source's
+// annotations: breaking needs the cluster converged first, which a partition, a
+// throttled API server or stopped processes would hold up.
+var breakableUnder = []string{"none", "kill-leader", "etcd-restart", "apiserver-restart"}
 
 // faultNames are the faults in the order histories take them.
 var faultNames = []string{
@@ -882,12 +1017,15 @@ var faultNames = []string{
 
 // modelChecker runs histories against two cmsync processes.
 type modelChecker struct {
-	t           *testing.T
-	throttleFor time.Duration
-	figures     *chaosFigures
-	procs       []*mcProcess
-	excluded    string
-	flagChanges int
+	t             *testing.T
+	throttleFor   time.Duration
+	figures       *chaosFigures
+	procs         []*mcProcess
+	excluded      string
+	sourcesBarred bool
+	flagChanges   int
+	// world is the history being run.
+	world *mcWorld
 	// stormNS and stormTargets are the throttled fault's source namespace and targets.
 	stormNS      string
 	stormTargets []string
@@ -919,13 +1057,16 @@ func newModelChecker(t *testing.T, throttleFor time.Duration, figures *chaosFigu
 // start runs p's process with the policy of the moment and a short lease (6s), so a
 // takeover happens within seconds.
 func (mc *modelChecker) start(p *mcProcess) {
-	exclude := "kube-system,kube-public,kube-node-lease"
+	exclude, sources := "kube-system,kube-public,kube-node-lease", "*"
 	if mc.excluded != "" {
 		exclude += "," + mc.excluded
 	}
+	if mc.sourcesBarred {
+		sources = "mc-storm-*" // every namespace of the model checker's but the worlds' source namespaces
+	}
 	p.c = startController(mc.t, "--kubeconfig="+p.kubeconfig, "--leader-elect=true", "--secrets=enabled",
 		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
-		"--exclude-namespaces="+exclude)
+		"--exclude-namespaces="+exclude, "--source-namespaces="+sources)
 }
 
 func (mc *modelChecker) stopAll() {
@@ -977,29 +1118,27 @@ func (mc *modelChecker) restartExited() {
 func (mc *modelChecker) run(h history, what string) ([]string, time.Duration) {
 	t := mc.t
 	t.Logf("%s: fault %s, %d ops", what, h.Fault, len(h.Ops))
-	w := newWorld(t, &mc.excluded)
+	w := newWorld(t, &mc.excluded, &mc.sourcesBarred)
 	w.syncSource.exists, w.syncSource.value = true, "d0"
 	must(t, k8s.Create(context.Background(), w.sourceObject(w.syncSource)))
+	var violations []string
 	ops := func(from, to int) {
 		for _, op := range h.Ops[from:to] {
+			if op.Kind == "break-source" {
+				// What an Invalid source keeps is what it had: known once converged.
+				for _, v := range mc.converge(w) {
+					violations = append(violations, "before "+op.String()+": "+v)
+				}
+			}
 			w.apply(t, op)
 		}
 	}
+	mc.world = w
 	half := len(h.Ops) / 2
-	var violations []string
 	violations = append(violations, mc.inject(h.Fault, ops, half, len(h.Ops))...)
 
 	start := time.Now()
-	timeout := 90 * time.Second
-	var last []string
-	for {
-		mc.restartExited()
-		last = w.violations(t)
-		if len(last) == 0 || time.Since(start) > timeout {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	last := mc.converge(w)
 	converge := time.Since(start)
 	violations = append(violations, last...)
 	if len(last) == 0 {
@@ -1024,6 +1163,20 @@ func (mc *modelChecker) run(h history, what string) ([]string, time.Duration) {
 		t.Logf("%s: %d violations after %s:\n  %s", what, len(violations), converge.Round(time.Millisecond), strings.Join(violations, "\n  "))
 	}
 	return violations, converge
+}
+
+// converge waits until the cluster matches the model, for up to 90 s, restarting
+// processes that exited; it returns what still differs.
+func (mc *modelChecker) converge(w *mcWorld) []string {
+	start := time.Now()
+	for {
+		mc.restartExited()
+		last := w.violations(mc.t)
+		if len(last) == 0 || time.Since(start) > 90*time.Second {
+			return last
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // idle proves that a converged cluster sees no write from cmsync for a while.
@@ -1126,16 +1279,31 @@ func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all i
 		})
 		mc.figures.RelistsAfterExpiry += relists
 	case "restart-with-flags":
-		// --exclude-namespaces changes while both processes are down.
+		// The flags change while both processes are down, between two halves of the
+		// burst; what sources turning Invalid keep is known once the first half has
+		// converged.
+		change := flagChanges[mc.flagChanges%len(flagChanges)]
 		mc.flagChanges++
+		ops(0, half)
+		v := mc.converge(mc.world)
 		for _, p := range mc.procs {
 			p.c.Stop()
 		}
-		mc.excluded = exclusionChanges[(mc.flagChanges-1)%len(exclusionChanges)]
-		ops(0, all)
+		mc.excluded = change.excluded
+		if change.barred && !mc.sourcesBarred {
+			mc.world.bar()
+		} else if !change.barred && mc.sourcesBarred {
+			mc.world.unbar()
+		}
+		mc.sourcesBarred = change.barred
+		ops(half, all)
 		for _, p := range mc.procs {
 			mc.start(p)
 		}
+		for i := range v {
+			v[i] = "before the restart with new flags: " + v[i]
+		}
+		return v
 	default:
 		t.Fatalf("unknown fault %s", fault)
 	}
