@@ -8,6 +8,8 @@ package predicates
 import (
 	"maps"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -16,8 +18,11 @@ import (
 )
 
 // SourceChanged passes every source event except an update that changed nothing a
-// replica or the target set depends on — above all cmsync's own status writes, which
-// would otherwise wake the controller after every pass.
+// replica, the target set or the status depends on: a resync, a change of managedFields
+// only. A change of the status annotations passes: after cmsync's own status write
+// that costs one pass that finds everything in place and writes nothing, and a status
+// someone else wrote — a user, or a write of an old leader delivered late — is put
+// right instead of standing until the next change.
 func SourceChanged[T desired.Object](kind desired.Kind[T]) predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		oldObj, okOld := e.ObjectOld.(T)
@@ -27,7 +32,7 @@ func SourceChanged[T desired.Object](kind desired.Kind[T]) predicate.Predicate {
 		}
 		return !desired.SameContent(kind.Content(oldObj), kind.Content(newObj)) ||
 			!maps.Equal(oldObj.GetLabels(), newObj.GetLabels()) ||
-			!maps.Equal(withoutStatus(oldObj.GetAnnotations()), withoutStatus(newObj.GetAnnotations())) ||
+			!maps.Equal(oldObj.GetAnnotations(), newObj.GetAnnotations()) ||
 			!sameLifecycle(oldObj, newObj)
 	}}
 }
@@ -63,23 +68,17 @@ func sameLifecycle(a, b desired.Object) bool {
 		(a.GetDeletionTimestamp() == nil) == (b.GetDeletionTimestamp() == nil)
 }
 
-func withoutStatus(annotations map[string]string) map[string]string {
-	out := make(map[string]string, len(annotations))
-	for k, v := range annotations {
-		if !v1alpha1.IsStatusAnnotation(k) {
-			out[k] = v
-		}
-	}
-	return out
-}
-
 // SyncChanged passes ConfigMapSync events except updates that change neither the spec
-// (generation) nor the start of deletion: cmsync's own status and finalizer writes.
+// (generation), nor the status, nor the start of deletion: a finalizer write, a resync.
+// A status change passes for the reason SourceChanged gives.
 func SyncChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		if e.ObjectOld == nil || e.ObjectNew == nil {
 			return true
 		}
-		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || !sameLifecycle(e.ObjectOld, e.ObjectNew)
+		oldSync, okOld := e.ObjectOld.(*v1alpha1.ConfigMapSync)
+		newSync, okNew := e.ObjectNew.(*v1alpha1.ConfigMapSync)
+		statusChanged := !okOld || !okNew || !equality.Semantic.DeepEqual(oldSync.Status, newSync.Status)
+		return statusChanged || e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || !sameLifecycle(e.ObjectOld, e.ObjectNew)
 	}}
 }

@@ -3,8 +3,12 @@ package integration
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
@@ -240,4 +244,63 @@ func expectEqualContent(r *corev1.ConfigMap, data map[string]string, binary map[
 		}
 	}
 	return nil
+}
+
+// A status written by someone else — a user, or an old leader's write delivered after
+// a partition — is put right, on the annotated source and on a ConfigMapSync alike;
+// cmsync's own status writes then cost a pass each and no write.
+func TestForeignStatusIsPutRight(t *testing.T) {
+	running := startController(t)
+	ctx := context.Background()
+	srcNS, target := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetNamespacesAnnotation: target}, map[string]string{"k": "v"})
+	truth := waitForSynced(t, src, "1/1").Annotations
+	plainConfigMap(t, srcNS, "plain", map[string]string{"k": "v"})
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "plain", DestinationNamespace: target})
+	waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced)
+
+	update(t, src, func(cm *corev1.ConfigMap) {
+		cm.Annotations[v1alpha1.StatusAnnotation] = v1alpha1.StatusDegraded
+		cm.Annotations[v1alpha1.SyncedAnnotation] = "0/1"
+		cm.Annotations[v1alpha1.MessageAnnotation] = "a stale status"
+	})
+	eventually(t, timeout, "the source's status put right", func() error {
+		cm, err := getConfigMap(srcNS, "app")
+		if err != nil {
+			return err
+		}
+		for _, key := range []string{v1alpha1.StatusAnnotation, v1alpha1.SyncedAnnotation, v1alpha1.MessageAnnotation} {
+			if cm.Annotations[key] != truth[key] {
+				return errorf("%s=%q, want %q", key, cm.Annotations[key], truth[key])
+			}
+		}
+		return nil
+	})
+
+	stale := &v1alpha1.ConfigMapSync{}
+	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(sync), stale))
+	stale.Status.SyncedNamespaces = 0
+	meta.SetStatusCondition(&stale.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonDegraded, Message: "a stale status"})
+	must(t, k8s.Status().Update(ctx, stale))
+	eventually(t, timeout, "the ConfigMapSync's status put right", func() error {
+		got := &v1alpha1.ConfigMapSync{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(sync), got); err != nil {
+			return err
+		}
+		ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionTrue || got.Status.SyncedNamespaces != 1 {
+			return errorf("Ready %+v, synced %d", ready, got.Status.SyncedNamespaces)
+		}
+		return nil
+	})
+
+	time.Sleep(time.Second)
+	before := running.Writes()
+	consistently(t, 3*time.Second, "no writes once the statuses are right", func() error {
+		if w := running.Writes() - before; w != 0 {
+			return errorf("%d writes; last:\n%s", w, running.LastWrites())
+		}
+		return nil
+	})
 }
