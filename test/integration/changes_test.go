@@ -214,7 +214,7 @@ func longName(n int) string {
 
 // expectEqualContent checks a replica's data and binaryData exactly, that it carries
 // the given labels and annotations, and that it lacks the absent keys in both.
-func expectEqualContent(r *corev1.ConfigMap, data map[string]string, binary map[string][]byte, meta map[string]string, absent []string) error {
+func expectEqualContent(r *corev1.ConfigMap, data map[string]string, binary map[string][]byte, metadata map[string]string, absent []string) error {
 	if len(r.Data) != len(data) {
 		return errorf("data %v, want %v", r.Data, data)
 	}
@@ -231,7 +231,7 @@ func expectEqualContent(r *corev1.ConfigMap, data map[string]string, binary map[
 			return errorf("binaryData %v, want %v", r.BinaryData, binary)
 		}
 	}
-	for k, v := range meta {
+	for k, v := range metadata {
 		if r.Labels[k] != v || r.Annotations[k] != v {
 			return errorf("label/annotation %s: %q/%q, want %q", k, r.Labels[k], r.Annotations[k], v)
 		}
