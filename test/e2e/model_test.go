@@ -315,6 +315,16 @@ func (w *mcWorld) entryNames(entries []string) []string {
 	return out
 }
 
+func uniqueEntries(entries []string) []string {
+	var out []string
+	for _, e := range entries {
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // randomEntries names 1-3 namespaces, a glob, sometimes an exclusion.
 func randomEntries(rng *rand.Rand) []string {
 	var out []string
@@ -471,7 +481,8 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 		}
 		w.patchSource(t, s, map[string]any{"metadata": map[string]any{"annotations": s.targetAnnotations()}})
 	case "create-sync", "retarget-sync":
-		w.sync.entries, w.sync.tier = w.entryNames(op.Entries), w.tierOrEmpty(op.Tier)
+		// The annotation takes an entry twice; the ConfigMapSync's list is a set.
+		w.sync.entries, w.sync.tier = uniqueEntries(w.entryNames(op.Entries)), w.tierOrEmpty(op.Tier)
 		spec := v1alpha1.ConfigMapSyncSpec{SourceNamespace: w.srcNS, ConfigMapName: w.syncSource.name, DestinationNamespaces: w.sync.entries}
 		if w.sync.tier != "" {
 			spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{tierLabel: w.sync.tier}}
