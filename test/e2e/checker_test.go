@@ -1,0 +1,660 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// The model checker's runs: histories drawn from a seed, run in fresh worlds under a
+// fault each (faults_test.go), checked against the model (model_test.go).
+
+// --- histories ---
+
+// history is one burst of operations with at most one fault.
+type history struct {
+	Index int    `json:"index"`
+	Fault string `json:"fault"`
+	Ops   []mcOp `json:"ops"`
+}
+
+// chaosFigures is what `make chaos` writes to bench/results/chaos-*.json.
+type chaosFigures struct {
+	Seed                 uint64             `json:"seed"`
+	Histories            int                `json:"histories"`
+	Operations           int                `json:"operations"`
+	OperationsByKind     map[string]int     `json:"operationsByKind"`
+	Faults               map[string]int     `json:"faults"`
+	Violations           int                `json:"violations"`
+	WorstConvergeSeconds map[string]float64 `json:"worstConvergeSeconds"`
+	// Fault figures: the old leader's writes after it was frozen or cut off (must be 0),
+	// throttled writes answered 429, and the most write requests cmsync sent in one
+	// second while throttled.
+	StaleLeaderWrites     int      `json:"staleLeaderWrites"`
+	Throttled429          int      `json:"throttled429"`
+	ThrottledMaxPerSecond int      `json:"throttledMaxWritesPerSecond"`
+	RelistsAfterExpiry    int      `json:"relistsAfterWatchExpiry"`
+	IdleWrites            int      `json:"idleWrites"`
+	Failures              []string `json:"failures,omitempty"`
+}
+
+// generate draws history i of the run seeded by seed: the same seed and index give the
+// same history.
+func generate(seed uint64, i int, faults []string) history {
+	rng := rand.New(rand.NewPCG(seed, uint64(i)))
+	excluded, barred := "", false
+	w := newModelOnly(&excluded, &barred)
+	h := history{Index: i, Fault: faults[i%len(faults)]}
+	for range 4 + rng.IntN(8) {
+		op := w.randomOp(rng, slices.Contains(breakableUnder, h.Fault))
+		w.applyToModel(op)
+		h.Ops = append(h.Ops, op)
+	}
+	return h
+}
+
+// newModelOnly is a world without objects, to draw a history's ops from its model.
+func newModelOnly(excluded *string, barred *bool) *mcWorld {
+	w := &mcWorld{prefix: "model", unmanaged: map[mcObject]string{}, excluded: excluded, sourcesBarred: barred}
+	for i := range poolSize {
+		w.pool = append(w.pool, &mcNamespace{name: fmt.Sprintf("model-n%d", i)})
+	}
+	w.sources = []*mcSource{{kind: kindConfigMap, name: "a"}, {kind: kindConfigMap, name: "b"}, {kind: kindSecret, name: "c"}}
+	w.syncSource = &mcSource{kind: kindConfigMap, name: "d"}
+	w.sync = &mcSync{name: "model"}
+	return w
+}
+
+// applyToModel is apply's effect on the model alone, which is enough to draw the next
+// op (replica ops and unmanaged objects are decided against the cluster when applied).
+func (w *mcWorld) applyToModel(op mcOp) {
+	switch op.Kind {
+	case "create-source":
+		w.sources[op.Slot].exists = true
+	case "delete-source":
+		w.sources[op.Slot].exists = false
+	case "break-source", "fix-source":
+		w.sources[op.Slot].broken = op.Kind == "break-source"
+	case "create-sync":
+		w.sync.exists = true
+	case "delete-sync":
+		w.sync.exists = false
+	case "create-namespace":
+		w.pool[op.Slot].exists = true
+	case "delete-namespace":
+		w.pool[op.Slot].deleted = true
+	}
+}
+
+// --- the run ---
+
+// TestModelChecker runs CHAOS_HISTORIES random histories (default 12; make chaos: 240)
+// of CHAOS_SEED (default 1), each with one fault of the list in turn (one in the list is
+// no fault), against two leader-elected cmsync processes, and checks the model's
+// invariants after each. CHAOS_THROTTLE is how long the throttling fault lasts (default
+// 10s; make chaos: 1m); CHAOS_FAULTS restricts the faults to a comma list of
+// faultNames. With CHAOS_OUT it writes its figures there.
+func TestModelChecker(t *testing.T) {
+	skipOnExistingCluster(t)
+	seed, _ := strconv.ParseUint(envOr("CHAOS_SEED", "1"), 10, 64)
+	n, _ := strconv.Atoi(envOr("CHAOS_HISTORIES", "12"))
+	throttleFor, err := time.ParseDuration(envOr("CHAOS_THROTTLE", "10s"))
+	must(t, err)
+	faults := faultNames
+	if only := os.Getenv("CHAOS_FAULTS"); only != "" {
+		faults = strings.Split(only, ",")
+		for _, f := range faults {
+			if !slices.Contains(faultNames, f) {
+				t.Fatalf("CHAOS_FAULTS: unknown fault %q (known: %s)", f, strings.Join(faultNames, ","))
+			}
+		}
+	}
+	must(t, createStandbyIdentity())
+
+	figures := chaosFigures{Seed: seed, OperationsByKind: map[string]int{}, Faults: map[string]int{}, WorstConvergeSeconds: map[string]float64{}}
+	withoutProtection(t, func() {
+		mc := newModelChecker(t, throttleFor, &figures)
+		defer mc.stopAll()
+		for i := range n {
+			h := generate(seed, i, faults)
+			violations, converge := mc.run(h, fmt.Sprintf("history %d", i))
+			figures.Histories++
+			figures.Operations += len(h.Ops)
+			for _, op := range h.Ops {
+				figures.OperationsByKind[op.Kind]++
+			}
+			figures.Faults[h.Fault]++
+			figures.WorstConvergeSeconds[h.Fault] = max(figures.WorstConvergeSeconds[h.Fault], converge.Seconds())
+			if len(violations) == 0 {
+				continue
+			}
+			figures.Violations += len(violations)
+			shortest := mc.shrink(h)
+			report := fmt.Sprintf("CHAOS_SEED=%d history %d (fault %s) violates:\n  %s\nshortest failing prefix (%d of %d ops, fault %s):\n  %s",
+				seed, i, h.Fault, strings.Join(violations, "\n  "), len(shortest.Ops), len(h.Ops), shortest.Fault, opsText(shortest.Ops))
+			figures.Failures = append(figures.Failures, report)
+			t.Error(report)
+		}
+	})
+	data, _ := json.MarshalIndent(figures, "", "  ")
+	t.Logf("model checker: %s", data)
+	if dir := os.Getenv("CHAOS_OUT"); dir != "" {
+		must(t, os.MkdirAll(dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("chaos-%s.json", time.Now().UTC().Format("20060102-150405"))), data, 0o644))
+	}
+	if figures.StaleLeaderWrites > 0 || figures.IdleWrites > 0 {
+		t.Errorf("stale leader writes %d, idle writes %d: both must be 0", figures.StaleLeaderWrites, figures.IdleWrites)
+	}
+}
+
+func opsText(ops []mcOp) string {
+	lines := make([]string, len(ops))
+	for i, op := range ops {
+		lines[i] = op.String()
+	}
+	return strings.Join(lines, "\n  ")
+}
+
+// shrink finds the shortest prefix of h's ops that still fails, with h's fault and
+// then without it, each in a fresh world.
+func (mc *modelChecker) shrink(h history) history {
+	for k := 1; k < len(h.Ops); k++ {
+		for _, fault := range []string{"none", h.Fault} {
+			prefix := history{Index: h.Index, Fault: fault, Ops: h.Ops[:k]}
+			if v, _ := mc.run(prefix, fmt.Sprintf("shrinking history %d to %d ops, fault %s", h.Index, k, fault)); len(v) > 0 {
+				return prefix
+			}
+		}
+	}
+	return h
+}
+
+// flagChanges are what the "restart-with-flags" fault does in turn: --exclude-namespaces
+// gains a glob of the pool's n4 of every world, loses it again; --source-namespaces
+// leaves the worlds' source namespaces out (every source and the ConfigMapSync turn
+// Invalid and keep their replicas), lets them in again.
+var flagChanges = []struct {
+	excluded string
+	barred   bool
+}{{"mc-*-n4", false}, {"", false}, {"", true}, {"", false}}
+
+// breakableUnder are the faults under which a history may break a source's
+// annotations: breaking needs the cluster converged first, which a partition, a
+// throttled API server or stopped processes would hold up.
+var breakableUnder = []string{"none", "kill-leader", "etcd-restart", "apiserver-restart"}
+
+// faultNames are the faults in the order histories take them.
+var faultNames = []string{
+	"none",
+	"kill-leader",
+	"frozen-leader",
+	"partition",
+	"throttled",
+	"etcd-restart",
+	"apiserver-restart",
+	"watch-expired",
+	"restart-with-flags",
+}
+
+// modelChecker runs histories against two cmsync processes.
+type modelChecker struct {
+	t             *testing.T
+	throttleFor   time.Duration
+	figures       *chaosFigures
+	procs         []*mcProcess
+	excluded      string
+	sourcesBarred bool
+	flagChanges   int
+	// world is the history being run.
+	world *mcWorld
+	// stormNS and stormTargets are the throttled fault's source namespace and targets.
+	stormNS      string
+	stormTargets []string
+}
+
+// mcProcess is one cmsync process: its identity, the relay it reaches the API server
+// through, and the running controller.
+type mcProcess struct {
+	user       string
+	kubeconfig string
+	proxy      *partitionProxy
+	c          *controller
+}
+
+func newModelChecker(t *testing.T, throttleFor time.Duration, figures *chaosFigures) *modelChecker {
+	mc := &modelChecker{t: t, throttleFor: throttleFor, figures: figures}
+	standby, err := serviceAccountKubeconfig(standbyServiceAccount)
+	must(t, err)
+	for _, p := range []struct{ user, kubeconfig string }{{cmsyncUser, cmsyncKubeconfig}, {standbyUser, standby}} {
+		proxy := startPartitionProxy(t, apiServerAddr())
+		mc.procs = append(mc.procs, &mcProcess{user: p.user, proxy: proxy, kubeconfig: kubeconfigVia(t, p.kubeconfig, proxy)})
+	}
+	for _, p := range mc.procs {
+		mc.start(p)
+	}
+	return mc
+}
+
+// start runs p's process with the policy of the moment and a short lease (6s), so a
+// takeover happens within seconds.
+func (mc *modelChecker) start(p *mcProcess) {
+	exclude, sources := "kube-system,kube-public,kube-node-lease", "*"
+	if mc.excluded != "" {
+		exclude += "," + mc.excluded
+	}
+	if mc.sourcesBarred {
+		sources = "mc-storm-*" // every namespace of the model checker's but the worlds' source namespaces
+	}
+	p.c = startController(mc.t, "--kubeconfig="+p.kubeconfig, "--leader-elect=true", "--secrets=enabled",
+		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
+		"--exclude-namespaces="+exclude, "--source-namespaces="+sources)
+}
+
+func (mc *modelChecker) stopAll() {
+	for _, p := range mc.procs {
+		p.proxy.heal()
+		if p.c.hasExited() {
+			continue
+		}
+		p.c.thaw(mc.t)
+		p.c.Stop()
+	}
+}
+
+// leader waits for the process holding the lease.
+func (mc *modelChecker) leader() *mcProcess {
+	var leader *mcProcess
+	eventually(mc.t, 60*time.Second, "a leader", func() error {
+		for _, p := range mc.procs {
+			if !p.c.hasExited() && leads(p.c) {
+				leader = p
+				return nil
+			}
+		}
+		return fmt.Errorf("no process leads")
+	})
+	return leader
+}
+
+func (mc *modelChecker) other(p *mcProcess) *mcProcess {
+	if mc.procs[0] == p {
+		return mc.procs[1]
+	}
+	return mc.procs[0]
+}
+
+// restartExited starts again a process that exited, as its Deployment would: cmsync
+// exits when it loses the lease, e.g. when the API server is away for longer than the
+// renew deadline.
+func (mc *modelChecker) restartExited() {
+	for _, p := range mc.procs {
+		if p.c.hasExited() {
+			mc.start(p)
+		}
+	}
+}
+
+// run plays h in a fresh world and returns the violated invariants and how long the
+// cluster took to converge after the last op (and the fault's end).
+func (mc *modelChecker) run(h history, what string) ([]string, time.Duration) {
+	t := mc.t
+	t.Logf("%s: fault %s, %d ops", what, h.Fault, len(h.Ops))
+	w := newWorld(t, &mc.excluded, &mc.sourcesBarred)
+	w.syncSource.exists, w.syncSource.value = true, "d0"
+	must(t, k8s.Create(context.Background(), w.sourceObject(w.syncSource)))
+	var violations []string
+	ops := func(from, to int) {
+		for _, op := range h.Ops[from:to] {
+			if op.Kind == "break-source" {
+				// What an Invalid source keeps is what it had: known once converged.
+				for _, v := range mc.converge(w) {
+					violations = append(violations, "before "+op.String()+": "+v)
+				}
+			}
+			w.apply(t, op)
+		}
+	}
+	mc.world = w
+	half := len(h.Ops) / 2
+	violations = append(violations, mc.inject(h.Fault, ops, half, len(h.Ops))...)
+
+	start := time.Now()
+	last := mc.converge(w)
+	converge := time.Since(start)
+	violations = append(violations, last...)
+	if len(last) == 0 {
+		violations = append(violations, mc.idle()...)
+	}
+	// Cleanup is part of the contract: the world's replicas go with its sources.
+	w.remove(t)
+	var leftovers []string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		mc.restartExited()
+		leftovers = w.violations(t)
+		if len(leftovers) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, v := range leftovers {
+		violations = append(violations, "after removing every source: "+v)
+	}
+	if len(violations) > 0 {
+		t.Logf("%s: %d violations after %s:\n  %s", what, len(violations), converge.Round(time.Millisecond), strings.Join(violations, "\n  "))
+	}
+	return violations, converge
+}
+
+// converge waits until the cluster matches the model, for up to 90 s, restarting
+// processes that exited; it returns what still differs.
+func (mc *modelChecker) converge(w *mcWorld) []string {
+	start := time.Now()
+	for {
+		mc.restartExited()
+		last := w.violations(mc.t)
+		if len(last) == 0 || time.Since(start) > 90*time.Second {
+			return last
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// idle proves that a converged cluster sees no write from cmsync for a while.
+func (mc *modelChecker) idle() []string {
+	tail := newAuditTail(mc.t)
+	time.Sleep(2 * time.Second)
+	var writes []string
+	for _, e := range tail.next(mc.t) {
+		if isCmsync(e.User.Username) && e.isWrite() && e.ObjectRef != nil && e.ObjectRef.Resource != "leases" && e.ObjectRef.Resource != "events" {
+			writes = append(writes, fmt.Sprintf("%s %s %s/%s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name))
+		}
+	}
+	mc.figures.IdleWrites += len(writes)
+	if len(writes) > 0 {
+		return []string{fmt.Sprintf("%d writes while idle: %s", len(writes), strings.Join(truncateList(writes), ", "))}
+	}
+	return nil
+}
+
+// inject runs the ops (ops(0, half) then ops(half, all)) under the fault, and returns
+// what the fault's own checks found wrong.
+func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all int) []string {
+	t := mc.t
+	switch fault {
+	case "none":
+		ops(0, all)
+	case "kill-leader":
+		// SIGKILL at a random moment of the burst: no cleanup, no lease release.
+		leader := mc.leader()
+		ops(0, half)
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+		leader.c.Kill()
+		ops(half, all)
+		mc.start(leader)
+	case "frozen-leader":
+		// The leader freezes with work decided and not done, for longer than the lease;
+		// the other takes over and works; the old one wakes up and must not write.
+		leader := mc.leader()
+		tail := newAuditTail(t)
+		ops(0, half)
+		leader.c.freeze(t)
+		ops(half, all)
+		mc.waitForLeader(mc.other(leader))
+		taken := time.Now()
+		time.Sleep(2 * time.Second) // the new leader works
+		leader.c.thaw(t)
+		v := mc.expectNoWritesFrom(leader, taken, tail)
+		mc.restartExited()
+		return v
+	case "partition":
+		// The leader is cut off from the API server for longer than the lease while
+		// users change things; the other takes over; no double writer after it heals.
+		leader := mc.leader()
+		tail := newAuditTail(t)
+		leader.proxy.partition()
+		ops(0, all)
+		mc.waitForLeader(mc.other(leader))
+		taken := time.Now()
+		time.Sleep(2 * time.Second)
+		leader.proxy.heal()
+		v := mc.expectNoWritesFrom(leader, taken, tail)
+		mc.restartExited()
+		return v
+	case "throttled":
+		return mc.throttled(ops, all)
+	case "etcd-restart":
+		ops(0, half)
+		restartEtcd(t, time.Second)
+		ops(half, all)
+	case "apiserver-restart":
+		ops(0, half)
+		restartKubeAPIServer(t)
+		ops(half, all)
+	case "watch-expired":
+		// Both processes are cut off while users change things and the API server
+		// restarts: its new watch cache begins after every resourceVersion cmsync has
+		// seen, so cmsync's watches resume with 410 Gone and it must list again.
+		for _, p := range mc.procs {
+			p.proxy.partition()
+		}
+		ops(0, all)
+		restartKubeAPIServer(t)
+		tail := newAuditTail(t)
+		for _, p := range mc.procs {
+			p.proxy.heal()
+		}
+		mc.restartExited()
+		mc.leader()
+		relists := 0
+		eventually(t, 60*time.Second, "cmsync lists again after its watches expired", func() error {
+			for _, e := range tail.next(t) {
+				if isCmsync(e.User.Username) && (e.Verb == "list" || strings.Contains(e.RequestURI, "sendInitialEvents=true")) {
+					relists++
+				}
+			}
+			if relists == 0 {
+				return fmt.Errorf("no list yet")
+			}
+			return nil
+		})
+		mc.figures.RelistsAfterExpiry += relists
+	case "restart-with-flags":
+		// The flags change while both processes are down, between two halves of the
+		// burst; what sources turning Invalid keep is known once the first half has
+		// converged.
+		change := flagChanges[mc.flagChanges%len(flagChanges)]
+		mc.flagChanges++
+		ops(0, half)
+		v := mc.converge(mc.world)
+		for _, p := range mc.procs {
+			p.c.Stop()
+		}
+		mc.excluded = change.excluded
+		if change.barred && !mc.sourcesBarred {
+			mc.world.bar()
+		} else if !change.barred && mc.sourcesBarred {
+			mc.world.unbar()
+		}
+		mc.sourcesBarred = change.barred
+		ops(half, all)
+		for _, p := range mc.procs {
+			mc.start(p)
+		}
+		for i := range v {
+			v[i] = "before the restart with new flags: " + v[i]
+		}
+		return v
+	default:
+		t.Fatalf("unknown fault %s", fault)
+	}
+	return nil
+}
+
+// throttled runs the ops while the API server's flow control answers most of cmsync's
+// writes 429 for mc.throttleFor; cmsync must neither stall nor loop hot.
+func (mc *modelChecker) throttled(ops func(from, to int), all int) []string {
+	t := mc.t
+	ctx := context.Background()
+	stormNS, stormTargets := mc.stormNamespaces()
+	storm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: stormNS, Name: "storm-" + randomSuffix(),
+		Labels:      map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue},
+		Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: stormNS + "-*"}},
+		Data: map[string]string{"v": "storm"}}
+	tail := newAuditTail(t)
+	throttle(t)
+	must(t, k8s.Create(ctx, storm)) // a fan-out that one seat cannot carry
+	ops(0, all)
+	time.Sleep(mc.throttleFor)
+	unthrottle(t)
+	var out []string
+	if !waitUntilOK(90*time.Second, func() bool { return len(replicasOf(t, stormNS, storm.Name)) == len(stormTargets) }) {
+		out = append(out, fmt.Sprintf("throttled: the storm's fan-out did not complete after the throttling ended: %d of %d replicas",
+			len(replicasOf(t, stormNS, storm.Name)), len(stormTargets)))
+	}
+	must(t, k8s.Delete(ctx, storm))
+	if !waitUntilOK(90*time.Second, func() bool { return len(replicasOf(t, stormNS, storm.Name)) == 0 }) {
+		out = append(out, "throttled: the storm's replicas stayed after its source was deleted")
+	}
+	perSecond := map[int64]int{}
+	rejected := 0
+	for _, e := range tail.next(t) {
+		if !isCmsync(e.User.Username) || !e.isWrite() {
+			continue
+		}
+		perSecond[e.Received.Unix()]++
+		if e.code() == 429 {
+			rejected++
+		}
+	}
+	most := 0
+	for _, n := range perSecond {
+		most = max(most, n)
+	}
+	mc.figures.Throttled429 += rejected
+	mc.figures.ThrottledMaxPerSecond = max(mc.figures.ThrottledMaxPerSecond, most)
+	t.Logf("throttled for %s: %d writes answered 429, at most %d write requests in one second", mc.throttleFor, rejected, most)
+	// A bounded rate: cmsync's workers bound its requests in flight (4 sources x 16
+	// writers), and client-go waits the Retry-After of each 429; a hot loop would send
+	// thousands a second.
+	if most > maxThrottledWritesPerSecond {
+		out = append(out, fmt.Sprintf("throttled: %d write requests in one second (more than %d: a hot loop)", most, maxThrottledWritesPerSecond))
+	}
+	if rejected == 0 {
+		out = append(out, "throttled: no write was answered 429, so the fault did not happen")
+	}
+	return out
+}
+
+// stormNamespaces makes, once, the namespaces the throttled fault fans out to.
+func (mc *modelChecker) stormNamespaces() (string, []string) {
+	if mc.stormNS == "" {
+		mc.stormNS = newNamespace(mc.t, "mc-storm", nil)
+		for i := range stormSize {
+			mc.stormTargets = append(mc.stormTargets, mc.stormNS+"-"+strconv.Itoa(i))
+			must(mc.t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mc.stormTargets[i]}}))
+		}
+	}
+	return mc.stormNS, mc.stormTargets
+}
+
+// stormSize is how many namespaces the throttled fault's fan-out reaches.
+const stormSize = 60
+
+// waitUntilOK polls ok until it holds or the timeout passes.
+func waitUntilOK(timeout time.Duration, ok func() bool) bool {
+	return waitUntil(timeout, func() error {
+		if !ok() {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	}) == nil
+}
+
+// maxThrottledWritesPerSecond bounds cmsync's write requests while every one is
+// answered 429 at once: 64 in flight, each retried after the server's Retry-After of
+// at least one second.
+const maxThrottledWritesPerSecond = 200
+
+func (mc *modelChecker) waitForLeader(p *mcProcess) {
+	eventually(mc.t, 60*time.Second, "the other process leads", func() error {
+		if !leads(p.c) {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+}
+
+// expectNoWritesFrom checks the audit log (read from tail) for writes of the old
+// leader's identity received after taken — when the test saw the other process lead,
+// so after the lease changed hands — for long enough that the old leader's in-flight
+// work has been tried: it must have stepped down (exited) without one.
+func (mc *modelChecker) expectNoWritesFrom(old *mcProcess, taken time.Time, tail *auditTail) []string {
+	t := mc.t
+	deadline := time.Now().Add(15 * time.Second)
+	var stale []string
+	for {
+		for _, e := range tail.next(t) {
+			if e.User.Username == old.user && e.isWrite() && e.Received.After(taken) {
+				what := e.Verb
+				if e.ObjectRef != nil {
+					what += " " + e.ObjectRef.Resource + " " + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+				}
+				stale = append(stale, fmt.Sprintf("%s (answered %d)", what, e.code()))
+			}
+		}
+		if old.c.hasExited() || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	mc.figures.StaleLeaderWrites += len(stale)
+	var out []string
+	if len(stale) > 0 {
+		out = append(out, fmt.Sprintf("the old leader (%s) wrote after losing the lease: %s", old.user, strings.Join(truncateList(stale), "; ")))
+	}
+	if !old.c.hasExited() && leads(old.c) {
+		out = append(out, "the old leader still leads after its lease was taken")
+	}
+	return out
+}
+
+// leads tells whether the process holds the lease; a frozen or gone process does not
+// answer and does not lead.
+func leads(c *controller) bool {
+	if c.hasExited() {
+		return false
+	}
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + c.metricsAddr + "/metrics")
+	if err != nil {
+		return false
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "leader_election_master_status") && strings.HasSuffix(line, " 1") {
+			return true
+		}
+	}
+	return false
+}
