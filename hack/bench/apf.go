@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 )
@@ -160,55 +159,19 @@ func (b *bench) apfUsers(ctx context.Context) (string, *kubernetes.Clientset) {
 // seat, one flow per user, with short queues: beyond what one seat and the queues
 // hold, the API server answers 429. It waits until the API server applies it.
 func (b *bench) throttle(ctx context.Context) {
-	must1(b.cs.FlowcontrolV1().PriorityLevelConfigurations().Create(ctx, &flowcontrolv1.PriorityLevelConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: tinyLevel},
-		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
-			Type: flowcontrolv1.PriorityLevelEnablementLimited,
-			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
-				NominalConcurrencyShares: ptr.To[int32](1),
-				LendablePercent:          ptr.To[int32](0),
-				BorrowingLimitPercent:    ptr.To[int32](0),
-				LimitResponse: flowcontrolv1.LimitResponse{
-					Type:    flowcontrolv1.LimitResponseTypeQueue,
-					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 16, HandSize: 2, QueueLengthLimit: 8},
-				},
-			},
-		},
-	}, metav1.CreateOptions{}))
-	subject := func(user string) flowcontrolv1.Subject {
-		return flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: user}}
-	}
-	must1(b.cs.FlowcontrolV1().FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{
-		ObjectMeta: metav1.ObjectMeta{Name: tinyLevel},
-		Spec: flowcontrolv1.FlowSchemaSpec{
-			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: tinyLevel},
-			MatchingPrecedence:         100,
-			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
-			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-				Subjects: []flowcontrolv1.Subject{subject(cmsyncUser), subject(neighbourUser)},
-				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
-					ClusterScope: true, Namespaces: []string{"*"}}},
-				NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
-			}},
-		},
-	}, metav1.CreateOptions{}))
-	for {
-		fs, err := b.cs.FlowcontrolV1().FlowSchemas().Get(ctx, tinyLevel, metav1.GetOptions{})
-		must(err)
-		for _, cond := range fs.Status.Conditions {
-			if cond.Type == flowcontrolv1.FlowSchemaConditionDangling && cond.Status == flowcontrolv1.ConditionFalse {
-				time.Sleep(time.Second) // the configuration reaches the filter shortly after
-				return
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	must(oneSeat.Apply(ctx, b.cs))
 }
 
 func (b *bench) unthrottle(ctx context.Context) {
-	must(b.cs.FlowcontrolV1().FlowSchemas().Delete(ctx, tinyLevel, metav1.DeleteOptions{}))
-	must(b.cs.FlowcontrolV1().PriorityLevelConfigurations().Delete(ctx, tinyLevel, metav1.DeleteOptions{}))
-	time.Sleep(time.Second)
+	must(oneSeat.Remove(ctx, b.cs))
+}
+
+// oneSeat throttles every request of cmsync and of the neighbour.
+var oneSeat = controlplane.Throttle{
+	Name: tinyLevel, Users: []string{cmsyncUser, neighbourUser}, Queues: 16, HandSize: 2, QueueLength: 8,
+	Rules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
+		ClusterScope: true, Namespaces: []string{"*"}}},
+	NonResource: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
 }
 
 type neighbourFigures struct {

@@ -24,6 +24,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 )
 
 // The faults the model checker (model_test.go) injects between and during its users'
@@ -261,75 +263,26 @@ func restartEtcd(t *testing.T, down time.Duration) {
 
 // --- API Priority and Fairness ---
 
-const throttleLevel = "cmsync-chaos-throttle"
+// throttling puts both cmsync identities' writes of replicas and sources in a priority
+// level of one seat with short queues, so that most of a fan-out's writes are answered
+// 429. The Lease and the informers' lists and watches keep their own level, so
+// leadership does not change hands.
+var throttling = controlplane.Throttle{
+	Name: "cmsync-chaos-throttle", Users: []string{cmsyncUser, standbyUser}, Queues: 4, HandSize: 1, QueueLength: 2,
+	Rules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"create", "update", "patch", "delete"},
+		APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Namespaces: []string{"*"}}},
+}
 
-// throttle puts both cmsync identities in a priority level of one seat with short
-// queues, so that most of a fan-out's requests are answered 429, and waits until the
-// API server applies it.
 func throttle(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	fc := clientset.FlowcontrolV1()
-	_, err := fc.PriorityLevelConfigurations().Create(ctx, &flowcontrolv1.PriorityLevelConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: throttleLevel},
-		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{
-			Type: flowcontrolv1.PriorityLevelEnablementLimited,
-			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{
-				NominalConcurrencyShares: ptr(int32(1)),
-				LendablePercent:          ptr(int32(0)),
-				BorrowingLimitPercent:    ptr(int32(0)),
-				LimitResponse: flowcontrolv1.LimitResponse{
-					Type:    flowcontrolv1.LimitResponseTypeQueue,
-					Queuing: &flowcontrolv1.QueuingConfiguration{Queues: 4, HandSize: 1, QueueLengthLimit: 2},
-				},
-			},
-		},
-	}, metav1.CreateOptions{})
-	must(t, err)
-	subject := func(user string) flowcontrolv1.Subject {
-		return flowcontrolv1.Subject{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: user}}
-	}
-	_, err = fc.FlowSchemas().Create(ctx, &flowcontrolv1.FlowSchema{
-		ObjectMeta: metav1.ObjectMeta{Name: throttleLevel},
-		Spec: flowcontrolv1.FlowSchemaSpec{
-			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: throttleLevel},
-			MatchingPrecedence:         100,
-			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
-			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
-				Subjects: []flowcontrolv1.Subject{subject(cmsyncUser), subject(standbyUser)},
-				// Only the replicas and the sources' status: the lease and the informers'
-				// lists and watches keep their own level, so leadership does not change hands.
-				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"create", "update", "patch", "delete"},
-					APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Namespaces: []string{"*"}}},
-			}},
-		},
-	}, metav1.CreateOptions{})
-	must(t, err)
-	eventually(t, 30*time.Second, "the throttling FlowSchema in force", func() error {
-		fs, err := fc.FlowSchemas().Get(ctx, throttleLevel, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, cond := range fs.Status.Conditions {
-			if cond.Type == flowcontrolv1.FlowSchemaConditionDangling && cond.Status == flowcontrolv1.ConditionFalse {
-				return nil
-			}
-		}
-		return fmt.Errorf("not yet")
-	})
-	time.Sleep(time.Second) // the configuration reaches the filter shortly after
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	must(t, throttling.Apply(ctx, clientset))
 }
 
 func unthrottle(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	fc := clientset.FlowcontrolV1()
-	if err := fc.FlowSchemas().Delete(ctx, throttleLevel, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	if err := fc.PriorityLevelConfigurations().Delete(ctx, throttleLevel, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
+	must(t, throttling.Remove(context.Background(), clientset))
 }
 
 // --- the audit log, read as it grows ---
