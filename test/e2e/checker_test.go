@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -235,16 +236,46 @@ type mcProcess struct {
 	user       string
 	kubeconfig string
 	proxy      *partitionProxy
-	c          *controller
+	// link, with CHAOS_PARTITION=netns, is the network namespace the process runs in;
+	// a partition then drops its route instead of cutting the relay.
+	link *netnsLink
+	c    *controller
+}
+
+// partition cuts the process off from the API server, and heal joins it again.
+func (p *mcProcess) partition(t *testing.T) {
+	if p.link != nil {
+		must(t, p.link.cut())
+		return
+	}
+	p.proxy.partition()
+}
+
+func (p *mcProcess) heal(t *testing.T) {
+	if p.link != nil {
+		if err := p.link.heal(); err != nil && !strings.Contains(err.Error(), "File exists") {
+			t.Fatal(err)
+		}
+		return
+	}
+	p.proxy.heal()
 }
 
 func newModelChecker(t *testing.T, throttleFor time.Duration, figures *chaosFigures) *modelChecker {
 	mc := &modelChecker{t: t, throttleFor: throttleFor, figures: figures}
 	standby, err := serviceAccountKubeconfig(standbyServiceAccount)
 	must(t, err)
-	for _, p := range []struct{ user, kubeconfig string }{{cmsyncUser, cmsyncKubeconfig}, {standbyUser, standby}} {
-		proxy := startPartitionProxy(t, apiServerAddr())
-		mc.procs = append(mc.procs, &mcProcess{user: p.user, proxy: proxy, kubeconfig: kubeconfigVia(t, p.kubeconfig, proxy)})
+	byRoute := partitionByRoute(t)
+	for i, p := range []struct{ user, kubeconfig string }{{cmsyncUser, cmsyncKubeconfig}, {standbyUser, standby}} {
+		process := &mcProcess{user: p.user}
+		listen := "127.0.0.1"
+		if byRoute {
+			process.link = newNetnsLink(t, i)
+			listen = process.link.hostIP
+		}
+		process.proxy = startPartitionProxy(t, listen, apiServerAddr())
+		process.kubeconfig = kubeconfigVia(t, p.kubeconfig, process.proxy)
+		mc.procs = append(mc.procs, process)
 	}
 	for _, p := range mc.procs {
 		mc.start(p)
@@ -262,14 +293,21 @@ func (mc *modelChecker) start(p *mcProcess) {
 	if mc.sourcesBarred {
 		sources = "mc-storm-*" // every namespace of the model checker's but the worlds' source namespaces
 	}
-	p.c = startController(mc.t, "--kubeconfig="+p.kubeconfig, "--leader-elect=true", "--secrets=enabled",
+	args := []string{"--kubeconfig=" + p.kubeconfig, "--leader-elect=true", "--secrets=enabled",
 		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
-		"--exclude-namespaces="+exclude, "--source-namespaces="+sources)
+		"--exclude-namespaces=" + exclude, "--source-namespaces=" + sources}
+	if p.link == nil {
+		p.c = startController(mc.t, args...)
+		return
+	}
+	metrics, health := net.JoinHostPort(p.link.nsIP, "8080"), net.JoinHostPort(p.link.nsIP, "8081")
+	p.c = launchController(mc.t, launch{netns: p.link.name, metricsAddr: metrics, healthAddr: health},
+		append(args, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+health)...)
 }
 
 func (mc *modelChecker) stopAll() {
 	for _, p := range mc.procs {
-		p.proxy.heal()
+		p.heal(mc.t)
 		if p.c.hasExited() {
 			continue
 		}
@@ -429,12 +467,12 @@ func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all i
 		// users change things; the other takes over; no double writer after it heals.
 		leader := mc.leader()
 		tail := newAuditTail(t)
-		leader.proxy.partition()
+		leader.partition(t)
 		ops(0, all)
 		mc.waitForLeader(mc.other(leader))
 		taken := time.Now()
 		time.Sleep(2 * time.Second)
-		leader.proxy.heal()
+		leader.heal(t)
 		v := mc.expectNoWritesFrom(leader, taken, tail)
 		mc.restartExited()
 		return v
@@ -453,13 +491,13 @@ func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all i
 		// restarts: its new watch cache begins after every resourceVersion cmsync has
 		// seen, so cmsync's watches resume with 410 Gone and it must list again.
 		for _, p := range mc.procs {
-			p.proxy.partition()
+			p.partition(t)
 		}
 		ops(0, all)
 		restartKubeAPIServer(t)
 		tail := newAuditTail(t)
 		for _, p := range mc.procs {
-			p.proxy.heal()
+			p.heal(t)
 		}
 		mc.restartExited()
 		mc.leader()

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -82,9 +83,9 @@ type partitionProxy struct {
 	conns map[net.Conn]bool
 }
 
-func startPartitionProxy(t *testing.T, target string) *partitionProxy {
+func startPartitionProxy(t *testing.T, listen, target string) *partitionProxy {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", net.JoinHostPort(listen, "0"))
 	must(t, err)
 	p := &partitionProxy{listener: l, target: target, conns: map[net.Conn]bool{}, held: make(chan struct{})}
 	go p.serve()
@@ -192,17 +193,77 @@ func (p *partitionProxy) closeAll() {
 	}
 }
 
-// kubeconfigVia writes a copy of kubeconfig whose server is the proxy.
+// kubeconfigVia writes a copy of kubeconfig whose server is the proxy; the API
+// server's certificate is still checked for its own address.
 func kubeconfigVia(t *testing.T, kubeconfig string, p *partitionProxy) string {
 	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(kubeconfig)
 	must(t, err)
 	for _, cluster := range cfg.Clusters {
 		cluster.Server = "https://" + p.addr()
+		cluster.TLSServerName = "127.0.0.1"
 	}
 	path := filepath.Join(workDir, fmt.Sprintf("via-%s-%s.kubeconfig", strings.TrimSuffix(filepath.Base(kubeconfig), ".kubeconfig"), randomSuffix()))
 	must(t, clientcmd.WriteToFile(*cfg, path))
 	return path
+}
+
+// --- the partition: a dropped route out of a network namespace of the project's own ---
+
+// netnsLink is a network namespace for one cmsync process, joined to the host by a
+// veth pair with addresses of its own (10.202.<i>.0/30); the process reaches the API
+// server through a relay on the host's end. Cutting it deletes the namespace's route
+// to the host: the kernel drops what the process sends, new connections fail, and
+// what TCP holds is retransmitted once the route is back — a real partition.
+type netnsLink struct {
+	name, hostVeth, nsVeth, hostIP, nsIP, subnet string
+}
+
+// partitionByRoute tells whether the partition is a dropped route (CHAOS_PARTITION=netns,
+// as root) rather than the relay's cut.
+func partitionByRoute(t *testing.T) bool {
+	if os.Getenv("CHAOS_PARTITION") != "netns" {
+		return false
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("CHAOS_PARTITION=netns needs root (network namespaces and routes)")
+	}
+	return true
+}
+
+//nolint:goconst // the words of ip(8) command lines read best as the commands themselves
+func newNetnsLink(t *testing.T, i int) *netnsLink {
+	t.Helper()
+	l := &netnsLink{name: fmt.Sprintf("cmsync-chaos-%d", i), hostVeth: fmt.Sprintf("cmc%dh", i), nsVeth: fmt.Sprintf("cmc%dn", i),
+		hostIP: fmt.Sprintf("10.202.%d.1", i), nsIP: fmt.Sprintf("10.202.%d.2", i), subnet: fmt.Sprintf("10.202.%d.0/30", i)}
+	_ = runCommand("ip", "netns", "delete", l.name) // left by a run that was killed
+	for _, args := range [][]string{
+		{"ip", "netns", "add", l.name},
+		{"ip", "link", "add", l.hostVeth, "type", "veth", "peer", "name", l.nsVeth},
+		{"ip", "link", "set", l.nsVeth, "netns", l.name},
+		{"ip", "addr", "add", l.hostIP + "/30", "dev", l.hostVeth},
+		{"ip", "link", "set", l.hostVeth, "up"},
+		{"ip", "-n", l.name, "link", "set", "lo", "up"},
+		{"ip", "-n", l.name, "addr", "add", l.nsIP + "/30", "dev", l.nsVeth},
+		{"ip", "-n", l.name, "link", "set", l.nsVeth, "up"},
+	} {
+		must(t, runCommand(args[0], args[1:]...))
+	}
+	t.Cleanup(func() { _ = runCommand("ip", "netns", "delete", l.name) }) // takes the veth pair with it
+	return l
+}
+
+func (l *netnsLink) cut() error { return runCommand("ip", "-n", l.name, "route", "del", l.subnet) }
+func (l *netnsLink) heal() error {
+	return runCommand("ip", "-n", l.name, "route", "add", l.subnet, "dev", l.nsVeth, "src", l.nsIP)
+}
+
+func runCommand(name string, args ...string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // apiServerAddr is the API server's host:port.

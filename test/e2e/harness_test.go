@@ -257,7 +257,24 @@ func startControllerWithEnv(t *testing.T, env []string, args ...string) *control
 		}
 		return &controller{}
 	}
-	c := &controller{metricsAddr: freeAddr(t), healthAddr: freeAddr(t), exited: make(chan struct{})}
+	return launchController(t, launch{env: env}, args...)
+}
+
+// launch says how to run a cmsync process: with extra environment variables, and
+// inside a network namespace, whose addresses its endpoints must then listen on.
+type launch struct {
+	env                     []string
+	netns                   string
+	metricsAddr, healthAddr string
+}
+
+func launchController(t *testing.T, how launch, args ...string) *controller {
+	t.Helper()
+	c := &controller{metricsAddr: how.metricsAddr, healthAddr: how.healthAddr, exited: make(chan struct{})}
+	if c.metricsAddr == "" {
+		c.metricsAddr, c.healthAddr = freeAddr(t), freeAddr(t)
+	}
+	env := how.env
 	c.log = filepath.Join(workDir, fmt.Sprintf("cmsync-%s-%s.log", strings.ReplaceAll(t.Name(), "/", "_"), randomSuffix()))
 	logFile, err := os.Create(c.log)
 	must(t, err)
@@ -269,6 +286,10 @@ func startControllerWithEnv(t *testing.T, env []string, args ...string) *control
 		"--conflict-recheck-interval=2s",
 	}, args...)
 	c.cmd = exec.Command(cmsyncBinary, all...)
+	if how.netns != "" {
+		// nsenter enters the namespace and execs cmsync: the pid signalled is cmsync's.
+		c.cmd = exec.Command("nsenter", append([]string{"--net=/run/netns/" + how.netns, "--", cmsyncBinary}, all...)...)
+	}
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile
 	must(t, c.cmd.Start())
