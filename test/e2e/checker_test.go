@@ -301,8 +301,7 @@ func (mc *modelChecker) start(p *mcProcess) {
 		return
 	}
 	metrics, health := net.JoinHostPort(p.link.nsIP, "8080"), net.JoinHostPort(p.link.nsIP, "8081")
-	p.c = launchController(mc.t, launch{netns: p.link.name, metricsAddr: metrics, healthAddr: health},
-		append(args, "--metrics-bind-address="+metrics, "--health-probe-bind-address="+health)...)
+	p.c = launchController(mc.t, launch{netns: p.link.name, metricsAddr: metrics, healthAddr: health}, args...)
 }
 
 func (mc *modelChecker) stopAll() {
