@@ -253,7 +253,8 @@ func (p *mcProcess) partition(t *testing.T) {
 
 func (p *mcProcess) heal(t *testing.T) {
 	if p.link != nil {
-		if err := p.link.heal(); err != nil && !strings.Contains(err.Error(), "File exists") {
+		// Healing what is not cut finds the routes there ("File exists"): nothing to do.
+		if err := p.link.heal(); err != nil && strings.Count(err.Error(), "File exists") != 2 {
 			t.Fatal(err)
 		}
 		return

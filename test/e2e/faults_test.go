@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -212,9 +213,9 @@ func kubeconfigVia(t *testing.T, kubeconfig string, p *partitionProxy) string {
 
 // netnsLink is a network namespace for one cmsync process, joined to the host by a
 // veth pair with addresses of its own (10.202.<i>.0/30); the process reaches the API
-// server through a relay on the host's end. Cutting it deletes the namespace's route
-// to the host: the kernel drops what the process sends, new connections fail, and
-// what TCP holds is retransmitted once the route is back — a real partition.
+// server through a relay on the host's end. Cutting it deletes the routes between the
+// two: the kernel drops what either sends, new connections fail, and what TCP holds is
+// retransmitted once the routes are back — a real partition.
 type netnsLink struct {
 	name, hostVeth, nsVeth, hostIP, nsIP, subnet string
 }
@@ -253,9 +254,17 @@ func newNetnsLink(t *testing.T, i int) *netnsLink {
 	return l
 }
 
-func (l *netnsLink) cut() error { return runCommand("ip", "-n", l.name, "route", "del", l.subnet) }
+// cut deletes the routes between the namespace and the host on both ends: a one-sided
+// cut lets the process still hear the API server's watch events and act on them, its
+// writes held by TCP and delivered once the route is back — after another process has
+// taken over (the model checker saw exactly that, answered 504).
+func (l *netnsLink) cut() error {
+	return errors.Join(runCommand("ip", "-n", l.name, "route", "del", l.subnet), runCommand("ip", "route", "del", l.subnet, "dev", l.hostVeth))
+}
+
 func (l *netnsLink) heal() error {
-	return runCommand("ip", "-n", l.name, "route", "add", l.subnet, "dev", l.nsVeth, "src", l.nsIP)
+	return errors.Join(runCommand("ip", "-n", l.name, "route", "add", l.subnet, "dev", l.nsVeth, "src", l.nsIP),
+		runCommand("ip", "route", "add", l.subnet, "dev", l.hostVeth, "src", l.hostIP))
 }
 
 func runCommand(name string, args ...string) error {
