@@ -26,6 +26,7 @@ package leasefence
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -139,15 +140,50 @@ func (l *fencedLock) write(record resourcelock.LeaderElectionRecord, send func()
 // is closed. Reads (GET, HEAD, and watches) always pass, as do TokenReviews and
 // SubjectAccessReviews, which change nothing: the secure metrics endpoint of a process
 // that does not lead still authenticates its scrapers.
+//
+// A request checked just before the process froze would still be sent when it wakes:
+// between the check and the socket lie the HTTP/2 transport's queues and locks, time
+// enough for a SIGSTOP to land (the model checker caught an Event sent that way). So
+// the Fence is asked again when the transport reads the request's body, right before
+// its bytes go out; refused there, the stream is reset and the API server never sees
+// a complete request. Every write cmsync sends has a body.
 func (f *Fence) Transport(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		if isWrite(req) {
-			if open, why := f.Open(); !open {
-				return nil, &NotLeaderError{Method: req.Method, Path: req.URL.Path, Reason: why}
+		if !isWrite(req) {
+			return rt.RoundTrip(req)
+		}
+		if open, why := f.Open(); !open {
+			return nil, &NotLeaderError{Method: req.Method, Path: req.URL.Path, Reason: why}
+		}
+		if req.Body != nil {
+			req = req.Clone(req.Context())
+			req.Body = &fencedBody{ReadCloser: req.Body, fence: f, req: req}
+			if getBody := req.GetBody; getBody != nil {
+				req.GetBody = func() (io.ReadCloser, error) {
+					body, err := getBody()
+					if err != nil {
+						return nil, err
+					}
+					return &fencedBody{ReadCloser: body, fence: f, req: req}, nil
+				}
 			}
 		}
 		return rt.RoundTrip(req)
 	})
+}
+
+// fencedBody is a write's body that the Fence checks at every read.
+type fencedBody struct {
+	io.ReadCloser
+	fence *Fence
+	req   *http.Request
+}
+
+func (b *fencedBody) Read(p []byte) (int, error) {
+	if open, why := b.fence.Open(); !open {
+		return 0, &NotLeaderError{Method: b.req.Method, Path: b.req.URL.Path, Reason: why}
+	}
+	return b.ReadCloser.Read(p)
 }
 
 // NotLeaderError is the error of a write the Fence refused.

@@ -3,6 +3,7 @@ package leasefence
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -183,5 +184,36 @@ func TestTransportRefusesOnlyWritesWhileClosed(t *testing.T) {
 	}
 	if len(served) != 5 {
 		t.Errorf("the server saw %d requests, want 5", len(served))
+	}
+}
+
+// A write that passed the check and then waited — as one does when the process freezes
+// inside the HTTP/2 transport — is refused when its body is read, after the Fence closed:
+// the server never gets the whole request.
+func TestTransportRefusesABodyReadAfterTheFenceClosed(t *testing.T) {
+	var received []string
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err == nil {
+			received = append(received, string(body))
+		}
+	}))
+	defer server.Close()
+	c := &clock{t: time.Now()}
+	f := newFence(c)
+	_ = f.Lock(&lockStub{}).Create(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "me"})
+	frozen := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		c.advance(time.Minute) // the process sleeps between the check and the body
+		return http.DefaultTransport.RoundTrip(req)
+	})
+	client := &http.Client{Transport: f.Transport(frozen)}
+	req, _ := http.NewRequest(http.MethodPost, server.URL+"/api/v1/namespaces/a/configmaps", strings.NewReader(`{"data":{"v":"stale"}}`))
+	_, err := client.Do(req)
+	var notLeader *NotLeaderError
+	if !errors.As(err, &notLeader) {
+		t.Errorf("a write whose body is read after the fence closed: err = %v, want a NotLeaderError", err)
+	}
+	if len(received) != 0 {
+		t.Errorf("the server received %q", received)
 	}
 }
