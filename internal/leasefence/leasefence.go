@@ -18,9 +18,10 @@
 // is closed; reads, the lease itself and access reviews pass. A frozen leader therefore
 // wakes up with its Fence closed, and its elector, finding the lease taken, stops it.
 //
-// What is left: a write checked just before the freeze and sent just after it. The
-// window is the few instructions between the check and the socket; it cannot be closed
-// without a fencing token in the API server.
+// What is left: a write whose body was read just before the freeze and written just
+// after it (the Transport checks when a request is handed over and again at its
+// body), and a request already in the network when a partition began. Neither can be
+// closed without a fencing token in the API server.
 package leasefence
 
 import (
