@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -298,13 +297,7 @@ func (w *chaosWorld) diff(t *testing.T) (orphans, missing, touched, wrongStatus 
 func restartKubeAPIServer(t *testing.T) {
 	t.Helper()
 	pid, args := findProcess(t, "kube-apiserver")
-	must(t, syscall.Kill(pid, syscall.SIGTERM))
-	for range 100 {
-		if syscall.Kill(pid, 0) != nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	terminate(t, pid)
 	restarted := startProcess(t, args)
 	apiServerRestarts = append(apiServerRestarts, restarted)
 	eventually(t, 60*time.Second, "kube-apiserver back", func() error {

@@ -316,13 +316,7 @@ func restartEtcd(t *testing.T, down time.Duration) {
 	pid, args := findProcessWith(t, "etcd", func(arg string) bool {
 		return strings.HasPrefix(arg, "--listen-client-urls=") && strings.Contains(arg, strings.TrimPrefix(etcdURL, "http://"))
 	})
-	must(t, syscall.Kill(pid, syscall.SIGTERM))
-	for range 100 {
-		if syscall.Kill(pid, 0) != nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	terminate(t, pid)
 	time.Sleep(down)
 	apiServerRestarts = append(apiServerRestarts, startProcess(t, args))
 	eventually(t, 60*time.Second, "etcd back behind the API server", func() error {

@@ -563,6 +563,46 @@ func startProcess(t *testing.T, args []string) *exec.Cmd {
 func stopRestarted() {
 	for _, cmd := range apiServerRestarts {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_, _ = cmd.Process.Wait()
+		exited := make(chan struct{})
+		go func() { _, _ = cmd.Process.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(gracefulStop):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
 	}
+}
+
+// gracefulStop is how long a stopped control-plane process may take to end before it
+// is killed: a kube-apiserver whose clients stopped reading (a partitioned or frozen
+// cmsync) can wait on them far longer in its graceful shutdown.
+const gracefulStop = 15 * time.Second
+
+// terminate stops the process pid with SIGTERM, and SIGKILL after gracefulStop; it
+// returns once the process has ended (gone, or a zombie waiting for its parent).
+func terminate(t *testing.T, pid int) {
+	t.Helper()
+	must(t, syscall.Kill(pid, syscall.SIGTERM))
+	if waitForEnd(pid, gracefulStop) {
+		return
+	}
+	t.Logf("pid %d still running %s after SIGTERM: SIGKILL", pid, gracefulStop)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	if !waitForEnd(pid, gracefulStop) {
+		t.Fatalf("pid %d survived SIGKILL", pid)
+	}
+}
+
+func waitForEnd(pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// The state follows the command name in parentheses; Z is a zombie.
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
 }
