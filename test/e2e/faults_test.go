@@ -237,7 +237,10 @@ func newNetnsLink(t *testing.T, i int) *netnsLink {
 	t.Helper()
 	l := &netnsLink{name: fmt.Sprintf("cmsync-chaos-%d", i), hostVeth: fmt.Sprintf("cmc%dh", i), nsVeth: fmt.Sprintf("cmc%dn", i),
 		hostIP: fmt.Sprintf("10.202.%d.1", i), nsIP: fmt.Sprintf("10.202.%d.2", i), subnet: fmt.Sprintf("10.202.%d.0/30", i)}
-	_ = runCommand("ip", "netns", "delete", l.name) // left by a run that was killed
+	// Left by a run that was killed: the host's end of the pair outlives the namespace's
+	// name while a process still holds the namespace.
+	_ = runCommand("ip", "netns", "delete", l.name)
+	_ = runCommand("ip", "link", "delete", l.hostVeth)
 	for _, args := range [][]string{
 		{"ip", "netns", "add", l.name},
 		{"ip", "link", "add", l.hostVeth, "type", "veth", "peer", "name", l.nsVeth},
