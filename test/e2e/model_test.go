@@ -487,10 +487,9 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 			must(t, k8s.Create(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}, Spec: spec}))
 			return
 		}
-		sync := &v1alpha1.ConfigMapSync{}
-		must(t, k8s.Get(ctx, client.ObjectKey{Name: w.sync.name}, sync))
-		sync.Spec = spec
-		must(t, k8s.Update(ctx, sync))
+		// A merge patch of the spec: cmsync writes the object's finalizer meanwhile.
+		w.patch(t, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}}, map[string]any{"spec": map[string]any{
+			"destinationNamespaces": spec.DestinationNamespaces, "namespaceSelector": spec.NamespaceSelector}})
 	case "delete-sync":
 		w.sync.exists, w.sync.frozen = false, nil
 		must(t, client.IgnoreNotFound(k8s.Delete(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}})))
