@@ -49,6 +49,7 @@ type chaosFigures struct {
 	// throttled writes answered 429, and the most write requests cmsync sent in one
 	// second while throttled.
 	StaleLeaderWrites     int `json:"staleLeaderWrites"`
+	StaleLeaderRefused    int `json:"staleLeaderRequestsRefused"`
 	Throttled429          int `json:"throttled429"`
 	ThrottledMaxPerSecond int `json:"throttledMaxWritesPerSecond"`
 	RelistsAfterExpiry    int `json:"relistsAfterWatchExpiry"`
@@ -663,7 +664,7 @@ func (mc *modelChecker) waitForLeader(p *mcProcess) {
 	})
 }
 
-// expectNoWritesFrom checks the audit log (read from tail) for writes of the old
+// expectNoWritesFrom checks the audit log (read from tail) for effective writes of the old
 // leader's identity received after taken — when the test saw the other process lead,
 // so after the lease changed hands — for long enough that the old leader's in-flight
 // work has been tried: it must have stepped down (exited) without one.
@@ -673,13 +674,21 @@ func (mc *modelChecker) expectNoWritesFrom(old *mcProcess, taken time.Time, tail
 	var stale []string
 	for {
 		for _, e := range tail.next(t) {
-			if e.User.Username == old.user && e.isWrite() && e.Received.After(taken) {
-				what := e.Verb
-				if e.ObjectRef != nil {
-					what += " " + e.ObjectRef.Resource + " " + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
-				}
-				stale = append(stale, fmt.Sprintf("%s (answered %d)", what, e.code()))
+			if e.User.Username != old.user || !e.isWrite() || !e.Received.After(taken) {
+				continue
 			}
+			what := e.Verb
+			if e.ObjectRef != nil {
+				what += " " + e.ObjectRef.Resource + " " + e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+			}
+			// A request the API server refused changed nothing: one whose body the
+			// fence cut off after its headers had gone out is answered 500, unnamed.
+			if e.code() >= 300 {
+				mc.figures.StaleLeaderRefused++
+				t.Logf("the old leader's request after the takeover, refused: %s (answered %d)", what, e.code())
+				continue
+			}
+			stale = append(stale, fmt.Sprintf("%s (answered %d)", what, e.code()))
 		}
 		if old.c.hasExited() || time.Now().After(deadline) {
 			break
