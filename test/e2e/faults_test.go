@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -426,27 +428,24 @@ func (a *auditTail) next(t *testing.T) []auditEntry {
 
 func isCmsync(user string) bool { return user == cmsyncUser || user == standbyUser }
 
-// findProcessWith is findProcess for a process of this suite identified by one of its
-// arguments.
+// findProcessWith returns the pid and arguments of this suite's process named name,
+// told apart from other suites' by one of its arguments.
 func findProcessWith(t *testing.T, name string, isOurs func(arg string) bool) (int, []string) {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	must(t, err)
 	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
 		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err != nil || len(raw) == 0 {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if filepath.Base(args[0]) != name {
-			continue
-		}
-		for _, a := range args {
-			if isOurs(a) {
-				var pid int
-				_, _ = fmt.Sscan(e.Name(), &pid)
-				return pid, args
-			}
+		if filepath.Base(args[0]) == name && slices.ContainsFunc(args, isOurs) {
+			return pid, args
 		}
 	}
 	t.Fatalf("no %s process of this suite", name)

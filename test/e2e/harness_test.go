@@ -18,8 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -530,24 +528,7 @@ var (
 // findProcess returns the pid and arguments of this suite's process named name.
 func findProcess(t *testing.T, name string) (int, []string) {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	must(t, err)
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(raw) == 0 {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if filepath.Base(args[0]) == name && slices.Contains(args, "--secure-port="+apiServerPort) {
-			return pid, args
-		}
-	}
-	t.Fatalf("no %s process serving port %s", name, apiServerPort)
-	return 0, nil
+	return findProcessWith(t, name, func(arg string) bool { return arg == "--secure-port="+apiServerPort })
 }
 
 func startProcess(t *testing.T, args []string) *exec.Cmd {

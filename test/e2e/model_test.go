@@ -456,11 +456,8 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 		// Unlabelled, even an Invalid source's replicas go; labelled again while
 		// Invalid, it has none and no earlier count.
 		s.frozen, s.prevSynced = map[mcObject]mcReplica{}, "0/0"
-		var label any // removed
-		if s.labelled {
-			label = v1alpha1.ReplicateLabelValue
-		}
-		w.patchSource(t, s, map[string]any{"metadata": map[string]any{"labels": map[string]any{v1alpha1.ReplicateLabel: label}}})
+		w.patchSource(t, s, map[string]any{"metadata": map[string]any{"labels": map[string]any{
+			v1alpha1.ReplicateLabel: labelValue(map[bool]string{true: v1alpha1.ReplicateLabelValue}[s.labelled])}}})
 	case "delete-source":
 		s := w.sources[op.Slot]
 		s.exists, s.frozen = false, nil // an Invalid source's replicas go with it too
@@ -523,19 +520,15 @@ func (w *mcWorld) applyToNamespace(t *testing.T, op mcOp) {
 	case "label-namespace":
 		ns := w.pool[op.Slot]
 		ns.tier = w.tierOrEmpty(op.Tier)
-		var tier any
-		if ns.tier != "" {
-			tier = ns.tier
-		}
-		w.patchNamespace(t, ns, map[string]any{tierLabel: tier})
+		w.patchNamespace(t, ns, map[string]any{tierLabel: labelValue(ns.tier)})
 	case "ignore-namespace":
 		ns := w.pool[op.Slot]
 		ns.ignored = !ns.ignored
-		var ignore any
-		if ns.ignored {
-			ignore = v1alpha1.IgnoreNamespaceLabelValue
-		}
-		w.patchNamespace(t, ns, map[string]any{v1alpha1.IgnoreNamespaceLabel: ignore})
+		w.patchNamespace(
+			t,
+			ns,
+			map[string]any{v1alpha1.IgnoreNamespaceLabel: labelValue(map[bool]string{true: v1alpha1.IgnoreNamespaceLabelValue}[ns.ignored])},
+		)
 	case "delete-namespace":
 		ns := w.pool[op.Slot]
 		ns.deleted = true
@@ -688,6 +681,14 @@ func (w *mcWorld) patchSource(t *testing.T, s *mcSource, patch map[string]any) {
 func (w *mcWorld) patch(t *testing.T, obj client.Object, patch map[string]any) {
 	t.Helper()
 	must(t, k8s.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, mustJSON(patch))))
+}
+
+// labelValue is a label's value in a merge patch: "" removes the label.
+func labelValue(v string) any {
+	if v == "" {
+		return nil
+	}
+	return v
 }
 
 // patchNamespace changes a namespace's labels; one that finished deleting meanwhile is
