@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -305,7 +304,7 @@ func (mc *modelChecker) start(p *mcProcess) {
 		p.c = startController(mc.t, args...)
 		return
 	}
-	metrics, health := net.JoinHostPort(p.link.nsIP, "8080"), net.JoinHostPort(p.link.nsIP, "8081")
+	metrics, health := p.link.endpoints()
 	p.c = launchController(mc.t, launch{netns: p.link.name, metricsAddr: metrics, healthAddr: health}, args...)
 }
 

@@ -220,6 +220,15 @@ func kubeconfigVia(t *testing.T, kubeconfig string, p *partitionProxy) string {
 // retransmitted once the routes are back — a real partition.
 type netnsLink struct {
 	name, hostVeth, nsVeth, hostIP, nsIP, subnet string
+	starts                                       int
+}
+
+// endpoints gives each process started in the namespace metrics and health ports of its
+// own, so a probe can never be answered by a listener of the process before it.
+func (l *netnsLink) endpoints() (metrics, health string) {
+	l.starts++
+	port := 20000 + 2*l.starts
+	return net.JoinHostPort(l.nsIP, strconv.Itoa(port)), net.JoinHostPort(l.nsIP, strconv.Itoa(port+1))
 }
 
 // partitionByRoute tells whether the partition is a dropped route (CHAOS_PARTITION=netns,

@@ -302,14 +302,18 @@ func launchController(t *testing.T, how launch, args ...string) *controller {
 			t.Logf("cmsync log %s:\n%s", c.log, tail(c.log, 40))
 		}
 	})
+	// A client of its own: no proxy from the environment, no connection kept from an
+	// earlier process at the same address, a timeout per probe.
+	probe := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	eventually(t, 30*time.Second, "cmsync healthy", func() error {
-		resp, err := http.Get("http://" + c.healthAddr + "/healthz")
+		resp, err := probe.Get("http://" + c.healthAddr + "/healthz")
 		if err != nil {
 			return err
 		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("healthz %d", resp.StatusCode)
+			return fmt.Errorf("healthz %d (%s): %q", resp.StatusCode, resp.Header.Get("Server"), body)
 		}
 		return nil
 	})
