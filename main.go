@@ -28,13 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/internal/gctune"
 	"github.com/cmsync/cmsync/internal/leasefence"
+	"github.com/cmsync/cmsync/internal/metricsauth"
 	"github.com/cmsync/cmsync/replicator"
 	"github.com/cmsync/cmsync/replicator/desired"
 )
@@ -259,7 +259,7 @@ func (o options) metricsServerOptions() metricsserver.Options {
 	opts := metricsserver.Options{BindAddress: o.metricsAddr, ExtraHandlers: o.profilingHandlers()}
 	if o.metricsSecure {
 		opts.SecureServing = true
-		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.FilterProvider = metricsauth.Provider
 		opts.CertDir = o.metricsCertDir
 		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 	}

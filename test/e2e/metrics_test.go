@@ -39,6 +39,9 @@ func TestSecureMetrics(t *testing.T) {
 		}
 		return nil
 	})
+	if code, _, err := scrape(c.metricsAddr, "not-a-token-the-api-server-issued"); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("scrape with a token the API server does not know: %d (%v), want 401", code, err)
+	}
 	if code, _, err := scrape(c.metricsAddr, stranger); err != nil || code != http.StatusForbidden {
 		t.Errorf("scrape by a ServiceAccount without metrics-reader: %d, want 403", code)
 	}
