@@ -72,12 +72,15 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 	return &Cache[T]{Cache: replicas, kind: kind, byOwner: shared.GetIndexer()}, nil
 }
 
+// newInformerFunc is the type of cache.Options.NewInformer.
+type newInformerFunc = func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
+
 // ownerIndexedInformer builds the replica informer with the owner index only. The
 // cache's own index of every object by namespace (and the cache's IndexField, which
 // would index every replica under "<namespace>/<owner>") cost 7% of a replica's memory
 // and serve no read: the engine reads replicas by owner and by key, never by namespace,
 // so listing this cache in one namespace is not supported.
-func ownerIndexedInformer[T desired.Object](kind desired.Kind[T]) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+func ownerIndexedInformer[T desired.Object](kind desired.Kind[T]) newInformerFunc {
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, _ toolscache.Indexers) toolscache.SharedIndexInformer {
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, toolscache.Indexers{ownerIndex: func(obj any) ([]string, error) {
 			if replica, ok := obj.(T); ok {
