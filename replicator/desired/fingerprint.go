@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"strings"
+	"sync"
+	"unsafe"
 )
 
 // A fingerprint stands for a value that is not held in memory: an HMAC-SHA256 under a
@@ -25,12 +28,32 @@ func newFingerprintKey() []byte {
 	return key
 }
 
-// fingerprintOf returns the fingerprint of v.
+// fingerprintOf returns the fingerprint of v. The replica cache fingerprints the long
+// values of every replica event, so the MACs are pooled rather than built each time.
 func fingerprintOf[V ~string | ~[]byte](v V) string {
-	mac := hmac.New(sha256.New, fingerprintKey)
-	mac.Write([]byte(v))
-	return fingerprintPrefix + hex.EncodeToString(mac.Sum(nil))
+	mac := macs.Get().(hash.Hash)
+	defer macs.Put(mac)
+	mac.Reset()
+	_, _ = mac.Write(unsafeBytes(v))
+	var sum [sha256.Size]byte
+	out := make([]byte, len(fingerprintPrefix)+hex.EncodedLen(sha256.Size))
+	copy(out, fingerprintPrefix)
+	hex.Encode(out[len(fingerprintPrefix):], mac.Sum(sum[:0]))
+	return string(out)
 }
+
+// unsafeBytes is v's bytes without a copy (the MAC only reads them): copying a
+// ConfigMap's string value for each replica event was the transform's largest
+// allocation.
+func unsafeBytes[V ~string | ~[]byte](v V) []byte {
+	if b, ok := any(v).([]byte); ok {
+		return b
+	}
+	s := string(v)
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+var macs = sync.Pool{New: func() any { return hmac.New(sha256.New, fingerprintKey) }}
 
 // isFingerprint reports whether v has the form of a fingerprint.
 func isFingerprint[V ~string | ~[]byte](v V) bool {

@@ -1,9 +1,7 @@
 package replicacache
 
 import (
-	"slices"
-	"strconv"
-	"strings"
+	"maps"
 	"sync"
 	"time"
 	"unique"
@@ -36,8 +34,7 @@ type sharedMaps struct {
 
 // sharedMap is the current instance of one map of an owner's replicas.
 type sharedMap[V string | []byte] struct {
-	encoding string
-	m        map[string]V
+	m map[string]V
 }
 
 // sharedFields is the current instance of an owner's replicas' managedFields, in the
@@ -97,11 +94,10 @@ func (sm *sharedMap[V]) adopt(m map[string]V) map[string]V {
 	if len(m) == 0 {
 		return m
 	}
-	enc := encodeMap(m)
-	if sm.m != nil && sm.encoding == enc {
+	if sm.m != nil && maps.EqualFunc(m, sm.m, func(a, b V) bool { return string(a) == string(b) }) {
 		return sm.m
 	}
-	sm.encoding, sm.m = enc, m
+	sm.m = m
 	return m
 }
 
@@ -117,23 +113,4 @@ func (sf *sharedFields) adopt(entries []metav1.ManagedFieldsEntry) []metav1.Mana
 	}
 	sf.raw, sf.entries = raw, entries
 	return entries
-}
-
-// encodeMap is a canonical encoding of m: keys sorted, each key and value prefixed by
-// its length, so that two maps encode alike only when they are equal.
-func encodeMap[V string | []byte](m map[string]V) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		for _, field := range []string{k, string(m[k])} {
-			b.WriteString(strconv.Itoa(len(field)))
-			b.WriteByte(':')
-			b.WriteString(field)
-		}
-	}
-	return b.String()
 }

@@ -129,11 +129,24 @@ func TestCompactKeepsOnlyCmsyncsMetadataKeys(t *testing.T) {
 	}
 }
 
-func TestEncodeMapIsUnambiguous(t *testing.T) {
-	if encodeMap(map[string]string{"a": "bc"}) == encodeMap(map[string]string{"ab": "c"}) {
-		t.Errorf("two different maps encode alike")
+func TestOnlyEqualMapsAreShared(t *testing.T) {
+	var text sharedMap[string]
+	first := map[string]string{"a": "1", "b": "2"}
+	text.adopt(first)
+	if got := text.adopt(map[string]string{"b": "2", "a": "1"}); !samePointer(got, first) {
+		t.Errorf("an equal map was not given the shared instance")
 	}
-	if encodeMap(map[string]string{"a": "1", "b": "2"}) != encodeMap(map[string]string{"b": "2", "a": "1"}) {
-		t.Errorf("one map encodes two ways")
+	other := map[string]string{"a": "1", "b": "3"}
+	if got := text.adopt(other); !samePointer(got, other) || !samePointer(text.m, other) {
+		t.Errorf("a different map was given the shared instance, or did not become it")
+	}
+	var binary sharedMap[[]byte]
+	bin := map[string][]byte{"k": {1, 2}}
+	binary.adopt(bin)
+	if got := binary.adopt(map[string][]byte{"k": {1, 2}}); !samePointer(got, bin) {
+		t.Errorf("equal binary values were not shared")
+	}
+	if got := binary.adopt(map[string][]byte{"k": {1, 3}}); samePointer(got, bin) {
+		t.Errorf("different binary values were shared")
 	}
 }
