@@ -450,7 +450,7 @@ func (mc *modelChecker) idle(w *mcWorld) []string {
 const settleFor = 20 * time.Second
 
 // isLeaderElection tells the Lease and the Events about it apart from cmsync's work.
-func isLeaderElection(e auditEntry) bool {
+func isLeaderElection(e auditRecord) bool {
 	return e.ObjectRef.Resource == "leases" ||
 		(e.ObjectRef.Resource == "events" && e.ObjectRef.Namespace == releaseNamespace && strings.HasPrefix(e.ObjectRef.Name, "cmsync.io."))
 }

@@ -3,12 +3,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -364,76 +361,6 @@ func unthrottle(t *testing.T) {
 }
 
 // --- the audit log, read as it grows ---
-
-// auditEntry is one record of the API server's audit log.
-type auditEntry struct {
-	Verb       string `json:"verb"`
-	RequestURI string `json:"requestURI"`
-	User       struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource  string `json:"resource"`
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	Received time.Time `json:"requestReceivedTimestamp"`
-}
-
-func (e auditEntry) isWrite() bool {
-	switch e.Verb {
-	case "create", "update", "patch", "delete", "deletecollection":
-		return true
-	}
-	return false
-}
-
-func (e auditEntry) code() int {
-	if e.ResponseStatus == nil {
-		return 0
-	}
-	return e.ResponseStatus.Code
-}
-
-// auditTail reads the records appended to the audit log since the last read.
-type auditTail struct {
-	offset int64
-}
-
-// newAuditTail starts at the log's current end.
-func newAuditTail(t *testing.T) *auditTail {
-	t.Helper()
-	info, err := os.Stat(auditLog)
-	must(t, err)
-	return &auditTail{offset: info.Size()}
-}
-
-// next returns the complete records appended since the last call.
-func (a *auditTail) next(t *testing.T) []auditEntry {
-	t.Helper()
-	f, err := os.Open(auditLog)
-	must(t, err)
-	defer func() { _ = f.Close() }()
-	_, err = f.Seek(a.offset, io.SeekStart)
-	must(t, err)
-	r := bufio.NewReaderSize(f, 1<<20)
-	var out []auditEntry
-	for {
-		line, err := r.ReadBytes('\n')
-		if err != nil {
-			break // a partial last line is read next time
-		}
-		a.offset += int64(len(line))
-		var e auditEntry
-		if json.Unmarshal(line, &e) == nil {
-			out = append(out, e)
-		}
-	}
-	return out
-}
 
 func isCmsync(user string) bool { return user == cmsyncUser || user == standbyUser }
 

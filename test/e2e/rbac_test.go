@@ -3,9 +3,7 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -29,20 +27,6 @@ func (p permission) String() string {
 		group = "core"
 	}
 	return fmt.Sprintf("%s %s/%s", p.verb, group, p.resource)
-}
-
-// auditRecord is the part of a kube-apiserver audit event this check reads.
-type auditRecord struct {
-	Verb string `json:"verb"`
-	User struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		APIGroup    string `json:"apiGroup"`
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	Annotations map[string]string `json:"annotations"`
 }
 
 // checkLeastPrivilege compares what the chart grants cmsync's ServiceAccount (its
@@ -107,24 +91,6 @@ func grantedPermissions() ([]permission, error) {
 		}
 	}
 	return out, nil
-}
-
-// eachAuditRecord calls fn with every record of the suite's audit log.
-func eachAuditRecord(fn func(auditRecord)) error {
-	f, err := os.Open(auditLog)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var r auditRecord
-		if json.Unmarshal(sc.Bytes(), &r) == nil {
-			fn(r)
-		}
-	}
-	return sc.Err()
 }
 
 func usedPermissions() (used, denied map[permission]bool, err error) {
