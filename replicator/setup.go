@@ -104,8 +104,12 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 		metrics:         metrics,
 		conflictRecheck: o.ConflictRecheck,
 	}
+	former := newFormerSources(kind, mgr.GetAPIReader())
+	if err := mgr.Add(former); err != nil {
+		return door[T]{}, nil, fmt.Errorf("adding the %s former-source sweep: %w", kind.Name(), err)
+	}
 	sources := &sourceReconciler[T]{kind: kind, name: name, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), door: shared}
-	if err := sources.SetupWithManager(mgr, replicas, o.Controller); err != nil {
+	if err := sources.SetupWithManager(mgr, replicas, former.Events(), o.Controller); err != nil {
 		return door[T]{}, nil, fmt.Errorf("setting up the %s source controller: %w", kind.Name(), err)
 	}
 	return shared, replicas, nil

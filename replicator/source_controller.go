@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -239,8 +240,9 @@ func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj c
 }
 
 // SetupWithManager watches sources (the manager's cache), replicas (the replica cache,
-// mapped to their source) and namespaces (mapped to the sources that may target them).
-func (r *sourceReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache, options controller.Options) error {
+// mapped to their source), namespaces (mapped to the sources that may target them) and
+// the former sources found at the start of a term (formerSources).
+func (r *sourceReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache, former <-chan event.GenericEvent, options controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
 		For(r.kind.New(), builder.WithPredicates(predicates.SourceChanged(r.kind))).
@@ -248,6 +250,7 @@ func (r *sourceReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas cache.
 			handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica), predicates.ReplicaChanged(r.kind))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSourcesForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
+		WatchesRawSource(source.Channel(former, &handler.EnqueueRequestForObject{})).
 		WithOptions(options).
 		Complete(r)
 }

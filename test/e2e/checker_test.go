@@ -82,7 +82,7 @@ func newModelOnly(excluded *string, barred *bool) *mcWorld {
 	}
 	w.sources = []*mcSource{{kind: kindConfigMap, name: "a"}, {kind: kindConfigMap, name: "b"}, {kind: kindSecret, name: "c"}}
 	w.syncSource = &mcSource{kind: kindConfigMap, name: "d"}
-	w.sync = &mcSync{name: "model"}
+	w.sync = &mcSync{name: "model", base: "model"}
 	return w
 }
 
@@ -109,16 +109,19 @@ func (w *mcWorld) applyToModel(op mcOp) {
 
 // --- the run ---
 
-// TestModelChecker runs CHAOS_HISTORIES random histories (default 12; make chaos: 240)
+// TestModelChecker runs CHAOS_HISTORIES random histories (default 12; make chaos: 200)
 // of CHAOS_SEED (default 1), each with one fault of the list in turn (one in the list is
 // no fault), against two leader-elected cmsync processes, and checks the model's
 // invariants after each. CHAOS_THROTTLE is how long the throttling fault lasts (default
 // 10s; make chaos: 1m); CHAOS_FAULTS restricts the faults to a comma list of
-// faultNames. With CHAOS_OUT it writes its figures there.
+// faultNames; CHAOS_FROM (default 0) is the index of the first history, so that
+// CHAOS_FROM=i CHAOS_HISTORIES=1 replays history i alone. With CHAOS_OUT it writes its
+// figures there.
 func TestModelChecker(t *testing.T) {
 	skipOnExistingCluster(t)
 	seed, _ := strconv.ParseUint(envOr("CHAOS_SEED", "1"), 10, 64)
 	n, _ := strconv.Atoi(envOr("CHAOS_HISTORIES", "12"))
+	from, _ := strconv.Atoi(envOr("CHAOS_FROM", "0"))
 	throttleFor, err := time.ParseDuration(envOr("CHAOS_THROTTLE", "10s"))
 	must(t, err)
 	faults := faultNames
@@ -136,7 +139,7 @@ func TestModelChecker(t *testing.T) {
 	withoutProtection(t, func() {
 		mc := newModelChecker(t, throttleFor, &figures)
 		defer mc.stopAll()
-		for i := range n {
+		for i := from; i < from+n; i++ {
 			h := generate(seed, i, faults)
 			violations, converge := mc.run(h, fmt.Sprintf("history %d", i))
 			figures.Histories++
@@ -151,8 +154,8 @@ func TestModelChecker(t *testing.T) {
 			}
 			figures.Violations += len(violations)
 			shortest := mc.shrink(h)
-			report := fmt.Sprintf("CHAOS_SEED=%d history %d (fault %s) violates:\n  %s\nshortest failing prefix (%d of %d ops, fault %s):\n  %s",
-				seed, i, h.Fault, strings.Join(violations, "\n  "), len(shortest.Ops), len(h.Ops), shortest.Fault, opsText(shortest.Ops))
+			report := fmt.Sprintf("CHAOS_SEED=%d history %d (fault %s; CHAOS_FROM=%d CHAOS_HISTORIES=1 replays it) violates:\n  %s\nshortest failing prefix (%d of %d ops, fault %s):\n  %s",
+				seed, i, h.Fault, i, strings.Join(violations, "\n  "), len(shortest.Ops), len(h.Ops), shortest.Fault, opsText(shortest.Ops))
 			figures.Failures = append(figures.Failures, report)
 			t.Error(report)
 		}

@@ -68,6 +68,8 @@ type mcSource struct {
 // mcSync is the world's ConfigMapSync; it copies the plain ConfigMap syncSource.
 type mcSync struct {
 	name    string
+	base    string // name of the first; each one created after a delete gets a new name
+	deleted int
 	exists  bool
 	entries []string // destinationNamespaces
 	tier    string   // namespaceSelector matchLabels tier=<tier>
@@ -116,7 +118,7 @@ func newWorld(t *testing.T, excluded *string, sourcesBarred *bool) *mcWorld {
 	}
 	w.sources = []*mcSource{{kind: kindConfigMap, name: "a"}, {kind: kindConfigMap, name: "b"}, {kind: kindSecret, name: "c"}}
 	w.syncSource = &mcSource{kind: kindConfigMap, name: "d"}
-	w.sync = &mcSync{name: w.prefix}
+	w.sync = &mcSync{name: w.prefix, base: w.prefix}
 	return w
 }
 
@@ -490,6 +492,10 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 	case "delete-sync":
 		w.sync.exists, w.sync.frozen = false, nil
 		must(t, client.IgnoreNotFound(k8s.Delete(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}})))
+		// The deleted one stays until cmsync takes its finalizer off, which may be later
+		// (cmsync down): a new one, as a user's would, gets a name of its own.
+		w.sync.deleted++
+		w.sync.name = fmt.Sprintf("%s-%d", w.sync.base, w.sync.deleted)
 	case "update-sync-source":
 		s := w.syncSource
 		s.value = op.Value

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
@@ -90,4 +91,43 @@ func TestCleanupAfterRestart(t *testing.T) {
 	waitForReplicasIn(t, unannotated)
 	waitForReplicasIn(t, narrowed, b)
 	waitForReplicasIn(t, relabelled)
+}
+
+// A source unlabelled while no cmsync runs is in no cache when one starts, and one
+// without replicas raises no replica event either: the start of a term looks for such
+// former sources and takes their status off, and changes nothing else of theirs.
+func TestStatusOfASourceUnlabelledWhileDownComesOff(t *testing.T) {
+	running := startController(t)
+	srcNS := newNamespace(t, "src", nil)
+	noTargets := newSource(t, srcNS, "no-targets", map[string]string{v1alpha1.TargetNamespacesAnnotation: "nowhere-" + srcNS}, nil)
+	invalid := newSource(t, srcNS, "invalid", map[string]string{v1alpha1.TargetSelectorAnnotation: "not a selector!"}, nil)
+	waitForStatus(t, noTargets, v1alpha1.StatusSynced)
+	waitForStatus(t, invalid, v1alpha1.StatusInvalid)
+
+	running.Stop()
+	for _, src := range []*corev1.ConfigMap{noTargets, invalid} {
+		update(t, src, func(cm *corev1.ConfigMap) {
+			delete(cm.Labels, v1alpha1.ReplicateLabel)
+			cm.Annotations["theirs"] = "kept"
+		})
+	}
+
+	startController(t)
+	for _, src := range []*corev1.ConfigMap{noTargets, invalid} {
+		eventually(t, timeout, "status annotations of "+src.Name+" removed", func() error {
+			got := &corev1.ConfigMap{}
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(src), got); err != nil {
+				return err
+			}
+			for _, k := range []string{v1alpha1.StatusAnnotation, v1alpha1.SyncedAnnotation, v1alpha1.MessageAnnotation, v1alpha1.LastSyncTimeAnnotation} {
+				if _, ok := got.Annotations[k]; ok {
+					return errorf("%s still there: %v", k, got.Annotations)
+				}
+			}
+			if got.Annotations["theirs"] != "kept" || got.Annotations[v1alpha1.TargetNamespacesAnnotation]+got.Annotations[v1alpha1.TargetSelectorAnnotation] == "" {
+				return errorf("other annotations changed: %v", got.Annotations)
+			}
+			return nil
+		})
+	}
 }

@@ -1,0 +1,110 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
+)
+
+// formerSources hands the source controller, once each time this process starts
+// leading, every object of its kind that still carries cmsync's status annotations but
+// is no longer a source. The caches hold labelled objects only, so a source unlabelled
+// while no cmsync was running or leading is in none of them; if it had replicas, their
+// events bring it to a pass that retires it, but one without replicas (every target
+// excluded, or Invalid) would keep a status that is no longer true. The pass for such
+// an object is the ordinary retire: its status annotations come off.
+//
+// The list is of metadata only, a page at a time, and leaves out replicas and current
+// sources server-side, so it costs one paged read of the other objects per start.
+type formerSources[T desired.Object] struct {
+	kind   desired.Kind[T]
+	reader client.Reader // the API server: the objects sought are in no cache
+	events chan event.GenericEvent
+}
+
+const formerSourcesPage = 500
+
+func newFormerSources[T desired.Object](kind desired.Kind[T], reader client.Reader) *formerSources[T] {
+	return &formerSources[T]{kind: kind, reader: reader, events: make(chan event.GenericEvent, formerSourcesPage)}
+}
+
+// Events delivers the former sources found (for source.Channel).
+func (f *formerSources[T]) Events() <-chan event.GenericEvent { return f.events }
+
+// Start lists until one full list succeeds, retrying with a growing pause (a
+// restarting API server, say), then returns: the sweep is done for this term.
+func (f *formerSources[T]) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("kind", f.kind.Name())
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: 1 << 30}
+	_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		found, err := f.sweep(ctx)
+		if err != nil {
+			logger.Error(err, "looking for former sources that still carry a status; retrying")
+			return false, nil
+		}
+		if found > 0 {
+			logger.Info("found former sources that still carry a status", "count", found)
+		}
+		return true, nil
+	})
+	return nil
+}
+
+// sweep sends every former source with a status, and returns how many it sent.
+func (f *formerSources[T]) sweep(ctx context.Context) (int, error) {
+	selector, err := notReplicaNorSource()
+	if err != nil {
+		return 0, err
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(f.kind.Name() + "List"))
+	opts := &client.ListOptions{LabelSelector: selector, Limit: formerSourcesPage}
+	found := 0
+	for {
+		if err := f.reader.List(ctx, list, opts); err != nil {
+			return found, fmt.Errorf("listing %s metadata: %w", f.kind.Name(), err)
+		}
+		for i := range list.Items {
+			item := &list.Items[i]
+			if isActiveSource(item) || desired.ClearStatusPatch("", item.GetAnnotations()) == nil {
+				continue
+			}
+			select {
+			case f.events <- event.GenericEvent{Object: item}:
+				found++
+			case <-ctx.Done():
+				return found, ctx.Err()
+			}
+		}
+		if list.Continue == "" {
+			return found, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// notReplicaNorSource selects objects without cmsync's managed-by label whose replicate
+// label is not "true" (absent included).
+func notReplicaNorSource() (labels.Selector, error) {
+	notReplica, err := labels.NewRequirement(v1alpha1.ManagedByLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		return nil, err
+	}
+	notSource, err := labels.NewRequirement(v1alpha1.ReplicateLabel, selection.NotEquals, []string{v1alpha1.ReplicateLabelValue})
+	if err != nil {
+		return nil, err
+	}
+	return labels.NewSelector().Add(*notReplica, *notSource), nil
+}
