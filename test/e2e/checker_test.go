@@ -154,7 +154,8 @@ func TestModelChecker(t *testing.T) {
 			}
 			figures.Violations += len(violations)
 			shortest := mc.shrink(h)
-			report := fmt.Sprintf("CHAOS_SEED=%d history %d (fault %s; CHAOS_FROM=%d CHAOS_HISTORIES=1 replays it) violates:\n  %s\nshortest failing prefix (%d of %d ops, fault %s):\n  %s",
+			report := fmt.Sprintf("CHAOS_SEED=%d history %d (fault %s; CHAOS_FROM=%d CHAOS_HISTORIES=1 replays it) violates:\n  %s\n"+
+				"shortest failing prefix (%d of %d ops, fault %s):\n  %s",
 				seed, i, h.Fault, i, strings.Join(violations, "\n  "), len(shortest.Ops), len(h.Ops), shortest.Fault, opsText(shortest.Ops))
 			figures.Failures = append(figures.Failures, report)
 			t.Error(report)

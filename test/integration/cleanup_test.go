@@ -124,7 +124,8 @@ func TestStatusOfASourceUnlabelledWhileDownComesOff(t *testing.T) {
 					return errorf("%s still there: %v", k, got.Annotations)
 				}
 			}
-			if got.Annotations["theirs"] != "kept" || got.Annotations[v1alpha1.TargetNamespacesAnnotation]+got.Annotations[v1alpha1.TargetSelectorAnnotation] == "" {
+			targets := got.Annotations[v1alpha1.TargetNamespacesAnnotation] + got.Annotations[v1alpha1.TargetSelectorAnnotation]
+			if got.Annotations["theirs"] != "kept" || targets == "" {
 				return errorf("other annotations changed: %v", got.Annotations)
 			}
 			return nil
