@@ -38,6 +38,7 @@ type history struct {
 // chaosFigures is what `make chaos` writes to bench/results/chaos-*.json.
 type chaosFigures struct {
 	Seed                 uint64             `json:"seed"`
+	From                 int                `json:"from,omitempty"` // index of the first history (CHAOS_FROM)
 	Histories            int                `json:"histories"`
 	Operations           int                `json:"operations"`
 	OperationsByKind     map[string]int     `json:"operationsByKind"`
@@ -135,7 +136,10 @@ func TestModelChecker(t *testing.T) {
 	}
 	must(t, createStandbyIdentity())
 
-	figures := chaosFigures{Seed: seed, OperationsByKind: map[string]int{}, Faults: map[string]int{}, WorstConvergeSeconds: map[string]float64{}}
+	figures := chaosFigures{Seed: seed, From: from, OperationsByKind: map[string]int{}, Faults: map[string]int{}, WorstConvergeSeconds: map[string]float64{}}
+	// The figures of the histories played are kept even when the run stops early (a
+	// harness failure), so that a long run is not lost.
+	defer writeChaosFigures(t, &figures)
 	withoutProtection(t, func() {
 		mc := newModelChecker(t, throttleFor, &figures)
 		defer mc.stopAll()
@@ -161,14 +165,23 @@ func TestModelChecker(t *testing.T) {
 			t.Error(report)
 		}
 	})
+	if figures.StaleLeaderWrites > 0 || figures.IdleWrites > 0 {
+		t.Errorf("stale leader writes %d, idle writes %d: both must be 0", figures.StaleLeaderWrites, figures.IdleWrites)
+	}
+}
+
+// writeChaosFigures logs the figures and, with CHAOS_OUT, writes them there.
+func writeChaosFigures(t *testing.T, figures *chaosFigures) {
 	data, _ := json.MarshalIndent(figures, "", "  ")
 	t.Logf("model checker: %s", data)
 	if dir := os.Getenv("CHAOS_OUT"); dir != "" {
-		must(t, os.MkdirAll(dir, 0o755))
-		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("chaos-%s.json", time.Now().UTC().Format("20060102-150405"))), data, 0o644))
-	}
-	if figures.StaleLeaderWrites > 0 || figures.IdleWrites > 0 {
-		t.Errorf("stale leader writes %d, idle writes %d: both must be 0", figures.StaleLeaderWrites, figures.IdleWrites)
+		err := os.MkdirAll(dir, 0o755)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("chaos-%s.json", time.Now().UTC().Format("20060102-150405"))), data, 0o644)
+		}
+		if err != nil {
+			t.Errorf("writing the figures: %v", err)
+		}
 	}
 }
 
