@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -304,9 +305,45 @@ func newModelChecker(t *testing.T, throttleFor time.Duration, figures *chaosFigu
 	return mc
 }
 
+// retire makes sure p's previous process is gone before another takes its place. Once
+// (history 191 of a full run) a process was started while the one it replaced still
+// ran and held the lease, untracked: no tracked process led for a minute. Not
+// understood yet; this logs it with the process's state and kills the old one.
+func (mc *modelChecker) retire(p *mcProcess) {
+	if p.c == nil || p.c.cmd == nil || p.c.cmd.Process == nil {
+		return
+	}
+	pid := p.c.cmd.Process.Pid
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	// The pid may have been reused: its metrics address is this launch's own.
+	alive := strings.Contains(string(cmdline), "--metrics-bind-address="+p.c.metricsAddr) && procState(pid) != "Z"
+	if !p.c.hasExited() || alive {
+		mc.t.Logf("starting %s again while pid %d runs (exited seen: %v, state %q): killing it first",
+			p.user, pid, p.c.hasExited(), procState(pid))
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if !p.c.hasExited() {
+			<-p.c.exited
+		}
+	}
+}
+
+// procState is the state letter of /proc/<pid>/stat, "" when there is none.
+func procState(pid int) string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// pid (comm) state ...: comm may hold spaces, the state follows its ')'.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return string(stat[i+2])
+	}
+	return ""
+}
+
 // start runs p's process with the policy of the moment and a short lease (6s), so a
 // takeover happens within seconds.
 func (mc *modelChecker) start(p *mcProcess) {
+	mc.retire(p)
 	exclude, sources := "kube-system,kube-public,kube-node-lease", "*"
 	if mc.excluded != "" {
 		exclude += "," + mc.excluded
