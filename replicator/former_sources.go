@@ -78,7 +78,7 @@ func (f *formerSources[T]) sweep(ctx context.Context) (int, error) {
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			if isActiveSource(item) || desired.ClearStatusPatch("", item.GetAnnotations()) == nil {
+			if !desired.HasStatus(item.GetAnnotations()) { // the selector already left sources out
 				continue
 			}
 			select {

@@ -70,7 +70,7 @@ func (g *guard) filter(log logr.Logger, next http.Handler) (http.Handler, error)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx, cancel := context.WithTimeout(req.Context(), reviewTimeout)
 		defer cancel()
-		token, ok := BearerToken(req.Header.Get("Authorization"))
+		token, ok := bearerToken(req.Header.Get("Authorization"))
 		if !ok {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
@@ -103,8 +103,8 @@ func (g *guard) filter(log logr.Logger, next http.Handler) (http.Handler, error)
 	}), nil
 }
 
-// BearerToken is the token of an "Authorization: Bearer <token>" header.
-func BearerToken(header string) (string, bool) {
+// bearerToken is the token of an "Authorization: Bearer <token>" header.
+func bearerToken(header string) (string, bool) {
 	scheme, token, found := strings.Cut(strings.TrimSpace(header), " ")
 	if !found || !strings.EqualFold(scheme, "bearer") {
 		return "", false

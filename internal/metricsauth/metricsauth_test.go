@@ -16,9 +16,9 @@ func TestBearerToken(t *testing.T) {
 		{"abc", "", false},
 		{"", "", false},
 	} {
-		token, ok := BearerToken(tc.header)
+		token, ok := bearerToken(tc.header)
 		if token != tc.token || ok != tc.ok {
-			t.Errorf("BearerToken(%q) = %q, %v; want %q, %v", tc.header, token, ok, tc.token, tc.ok)
+			t.Errorf("bearerToken(%q) = %q, %v; want %q, %v", tc.header, token, ok, tc.token, tc.ok)
 		}
 	}
 }

@@ -172,11 +172,24 @@ func StatusPatch(uid string, current map[string]string, status SourceStatus, cha
 	return annotationsPatch(uid, annotations)
 }
 
+// statusAnnotations are the annotations cmsync writes onto a source.
+var statusAnnotations = []string{v1alpha1.StatusAnnotation, v1alpha1.SyncedAnnotation, v1alpha1.MessageAnnotation, v1alpha1.LastSyncTimeAnnotation}
+
+// HasStatus reports whether annotations hold any of cmsync's status annotations.
+func HasStatus(annotations map[string]string) bool {
+	for _, k := range statusAnnotations {
+		if _, ok := annotations[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // ClearStatusPatch removes the status annotations from a ConfigMap that is no longer a
 // source, or returns nil when it has none.
 func ClearStatusPatch(uid string, current map[string]string) []byte {
 	annotations := map[string]any{}
-	for _, k := range []string{v1alpha1.StatusAnnotation, v1alpha1.SyncedAnnotation, v1alpha1.MessageAnnotation, v1alpha1.LastSyncTimeAnnotation} {
+	for _, k := range statusAnnotations {
 		if _, ok := current[k]; ok {
 			annotations[k] = nil
 		}

@@ -66,41 +66,43 @@ func newAuditTail(t *testing.T) *auditTail {
 // next returns the complete records appended since the last call.
 func (a *auditTail) next(t *testing.T) []auditRecord {
 	t.Helper()
-	f, err := os.Open(auditLog)
-	must(t, err)
-	defer func() { _ = f.Close() }()
-	_, err = f.Seek(a.offset, io.SeekStart)
-	must(t, err)
-	r := bufio.NewReaderSize(f, 1<<20)
 	var out []auditRecord
-	for {
-		line, err := r.ReadBytes('\n')
-		if err != nil {
-			break // a partial last line is read next time
-		}
-		a.offset += int64(len(line))
-		var e auditRecord
-		if json.Unmarshal(line, &e) == nil {
-			out = append(out, e)
-		}
-	}
+	offset, err := readAudit(a.offset, func(r auditRecord) { out = append(out, r) })
+	must(t, err)
+	a.offset = offset
 	return out
 }
 
 // eachAuditRecord calls fn with every record of the suite's audit log.
 func eachAuditRecord(fn func(auditRecord)) error {
+	_, err := readAudit(0, fn)
+	return err
+}
+
+// readAudit calls fn with every complete record from offset on, and returns the offset
+// after the last one: a partial last line (still being written) is read next time.
+func readAudit(offset int64, fn func(auditRecord)) (int64, error) {
 	f, err := os.Open(auditLog)
 	if err != nil {
-		return err
+		return offset, err
 	}
 	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var r auditRecord
-		if json.Unmarshal(sc.Bytes(), &r) == nil {
-			fn(r)
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return offset, err
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			return offset, nil
+		}
+		if err != nil {
+			return offset, err
+		}
+		offset += int64(len(line))
+		var record auditRecord
+		if json.Unmarshal(line, &record) == nil {
+			fn(record)
 		}
 	}
-	return sc.Err()
 }

@@ -84,7 +84,7 @@ func newModelOnly(excluded *string, barred *bool) *mcWorld {
 	}
 	w.sources = []*mcSource{{kind: kindConfigMap, name: "a"}, {kind: kindConfigMap, name: "b"}, {kind: kindSecret, name: "c"}}
 	w.syncSource = &mcSource{kind: kindConfigMap, name: "d"}
-	w.sync = &mcSync{name: "model", base: "model"}
+	w.sync = &mcSync{name: "model"}
 	return w
 }
 
@@ -325,19 +325,6 @@ func (mc *modelChecker) retire(p *mcProcess) {
 			<-p.c.exited
 		}
 	}
-}
-
-// procState is the state letter of /proc/<pid>/stat, "" when there is none.
-func procState(pid int) string {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	// pid (comm) state ...: comm may hold spaces, the state follows its ')'.
-	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
-		return string(stat[i+2])
-	}
-	return ""
 }
 
 // start runs p's process with the policy of the moment and a short lease (6s), so a

@@ -582,12 +582,23 @@ func terminate(t *testing.T, pid int) {
 func waitForEnd(pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		// The state follows the command name in parentheses; Z is a zombie.
-		if err != nil || strings.Contains(string(stat), ") Z ") {
+		if state := procState(pid); state == "" || state == "Z" { // gone, or a zombie
 			return true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	return false
+}
+
+// procState is the state letter of /proc/<pid>/stat, "" when there is none.
+func procState(pid int) string {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// pid (comm) state ...: comm may hold spaces, the state follows its ')'.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return string(stat[i+2])
+	}
+	return ""
 }

@@ -68,8 +68,7 @@ type mcSource struct {
 // mcSync is the world's ConfigMapSync; it copies the plain ConfigMap syncSource.
 type mcSync struct {
 	name    string
-	base    string // name of the first; each one created after a delete gets a new name
-	deleted int
+	deleted int // ConfigMapSyncs deleted so far: each one created after a delete gets a new name
 	exists  bool
 	entries []string // destinationNamespaces
 	tier    string   // namespaceSelector matchLabels tier=<tier>
@@ -118,7 +117,7 @@ func newWorld(t *testing.T, excluded *string, sourcesBarred *bool) *mcWorld {
 	}
 	w.sources = []*mcSource{{kind: kindConfigMap, name: "a"}, {kind: kindConfigMap, name: "b"}, {kind: kindSecret, name: "c"}}
 	w.syncSource = &mcSource{kind: kindConfigMap, name: "d"}
-	w.sync = &mcSync{name: w.prefix, base: w.prefix}
+	w.sync = &mcSync{name: w.prefix}
 	return w
 }
 
@@ -495,7 +494,7 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 		// The deleted one stays until cmsync takes its finalizer off, which may be later
 		// (cmsync down): a new one, as a user's would, gets a name of its own.
 		w.sync.deleted++
-		w.sync.name = fmt.Sprintf("%s-%d", w.sync.base, w.sync.deleted)
+		w.sync.name = fmt.Sprintf("%s-%d", w.prefix, w.sync.deleted)
 	case "update-sync-source":
 		s := w.syncSource
 		s.value = op.Value
