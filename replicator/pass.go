@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -101,6 +102,9 @@ func (d *door[T]) finish(ctx context.Context, owner desired.Owner, pass desired.
 	if pass.Changed() {
 		log.FromContext(ctx).Info("replicas written", "written", pass.Written, "deleted", pass.Deleted, "synced", pass.SyncedCount())
 	}
+	if pass.Err == nil && apierrors.IsConflict(reportErr) {
+		return afterStatusWrite(ctx, reportErr)
+	}
 	if err := errors.Join(pass.Err, reportErr); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -108,4 +112,20 @@ func (d *door[T]) finish(ctx context.Context, owner desired.Owner, pass desired.
 		return ctrl.Result{RequeueAfter: d.conflictRecheck}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// staleStatusRetry is how soon a pass runs again when its status write met an object
+// changed since the cached copy it read: the cache catches up within moments.
+const staleStatusRetry = 200 * time.Millisecond
+
+// afterStatusWrite is the result of a pass whose last step wrote a status. A conflict
+// is not a failure — the pass was computed from a cache that was behind the server —
+// so it is retried soon, quietly: no error logged or counted, which the alert on
+// reconcile errors reads.
+func afterStatusWrite(ctx context.Context, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).V(1).Info("status not written: the object changed since the cached copy; passing again", "reason", err.Error())
+		return ctrl.Result{RequeueAfter: staleStatusRetry}, nil
+	}
+	return ctrl.Result{}, err
 }

@@ -65,7 +65,7 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	plan, err := r.planFor(ctx, src, owner)
 	var invalid invalidSourceError
 	if errors.As(err, &invalid) {
-		return ctrl.Result{}, r.reportInvalid(ctx, src, owner, invalid)
+		return afterStatusWrite(ctx, r.reportInvalid(ctx, src, owner, invalid))
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -150,7 +150,7 @@ func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) e
 func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner desired.Owner, invalid invalidSourceError) error {
 	r.metrics.RecordProblem(owner, v1alpha1.ReasonInvalid)
 	status := desired.InvalidStatus(invalid, src.GetAnnotations()[v1alpha1.SyncedAnnotation])
-	patch := desired.StatusPatch(string(src.GetUID()), src.GetAnnotations(), status, false, time.Now())
+	patch := desired.StatusPatch(src, status, false, time.Now())
 	if patch == nil {
 		return nil
 	}
@@ -164,7 +164,7 @@ func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner de
 func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Summary) error {
 	status := pass.SourceStatus()
 	current := src.GetAnnotations()
-	patch := desired.StatusPatch(string(src.GetUID()), current, status, pass.Changed(), time.Now())
+	patch := desired.StatusPatch(src, status, pass.Changed(), time.Now())
 	if patch == nil {
 		return nil
 	}

@@ -65,7 +65,7 @@ func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	if problem != nil {
 		// No retry: a spec edit, the source's creation or a namespace event wakes it.
-		return ctrl.Result{}, r.reportProblem(ctx, sync, before, owner, plan, problem)
+		return afterStatusWrite(ctx, r.reportProblem(ctx, sync, before, owner, plan, problem))
 	}
 	pass, err := r.engine.run(ctx, owner, plan)
 	if err != nil {
@@ -205,9 +205,13 @@ func (r *syncReconciler) writeStatus(ctx context.Context, sync *v1alpha1.ConfigM
 		}
 		r.recorder.Eventf(sync, nil, eventType, eventReason, "Sync", "%s (%s)", ready.Message, sync.Status.Synced)
 	}
+	// The patch holds the cached object's resourceVersion: a merge patch computed from a
+	// stale copy leaves out fields the copy already had, and could leave the server
+	// with a status no pass computed (a count of one pass beside the generation of
+	// the next). A conflict retries the pass (afterStatusWrite).
 	patched := sync.DeepCopy()
 	patched.Status = *before
-	if err := r.client.Status().Patch(ctx, sync, client.MergeFrom(patched)); err != nil {
+	if err := r.client.Status().Patch(ctx, sync, client.MergeFromWithOptions(patched, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("writing ConfigMapSync status: %w", err))
 	}
 	return nil

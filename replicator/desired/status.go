@@ -147,11 +147,14 @@ func InvalidStatus(err error, previousSynced string) SourceStatus {
 	return SourceStatus{State: v1alpha1.StatusInvalid, Synced: previousSynced, Message: truncate(oneLine(err.Error()))}
 }
 
-// StatusPatch returns the JSON merge patch that brings a source's status annotations to
+// StatusPatch returns the JSON merge patch that brings src's status annotations to
 // status, or nil when they already say it. changed marks a pass that wrote or deleted a
-// replica: only then does last-sync-time move. The UID makes the patch fail rather than
-// land on a ConfigMap that replaced the source.
-func StatusPatch(uid string, current map[string]string, status SourceStatus, changed bool, now time.Time) []byte {
+// replica: only then does last-sync-time move. src is the cached object the pass read:
+// the patch holds its UID and resourceVersion, so it fails (409) rather than land on a
+// ConfigMap that replaced the source, or on one changed since — a patch of only the
+// annotations that differ from a stale copy could leave the server with a status no
+// pass computed.
+func StatusPatch(src metav1.Object, status SourceStatus, changed bool, now time.Time) []byte {
 	want := map[string]string{
 		v1alpha1.StatusAnnotation:  status.State,
 		v1alpha1.SyncedAnnotation:  status.Synced,
@@ -160,6 +163,7 @@ func StatusPatch(uid string, current map[string]string, status SourceStatus, cha
 	if changed {
 		want[v1alpha1.LastSyncTimeAnnotation] = now.UTC().Format(time.RFC3339)
 	}
+	current := src.GetAnnotations()
 	annotations := map[string]any{}
 	for k, v := range want {
 		if cur, ok := current[k]; !ok || cur != v {
@@ -169,7 +173,12 @@ func StatusPatch(uid string, current map[string]string, status SourceStatus, cha
 	if len(annotations) == 0 {
 		return nil
 	}
-	return annotationsPatch(uid, annotations)
+	patch, metadata := patchOnUID(src.GetUID())
+	metadata["resourceVersion"] = src.GetResourceVersion()
+	metadata["annotations"] = annotations
+	// Strings only: Marshal cannot fail.
+	out, _ := json.Marshal(patch)
+	return out
 }
 
 // statusAnnotations are the annotations cmsync writes onto a source.
@@ -197,14 +206,9 @@ func ClearStatusPatch(uid string, current map[string]string) []byte {
 	if len(annotations) == 0 {
 		return nil
 	}
-	return annotationsPatch(uid, annotations)
-}
-
-// annotationsPatch is the JSON merge patch of annotations on the object with uid.
-func annotationsPatch(uid string, annotations map[string]any) []byte {
 	patch, metadata := patchOnUID(types.UID(uid))
 	metadata["annotations"] = annotations
-	// Strings and nulls only: Marshal cannot fail.
+	// Nulls only: Marshal cannot fail.
 	out, _ := json.Marshal(patch)
 	return out
 }

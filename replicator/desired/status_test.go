@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
@@ -62,17 +64,22 @@ func TestStatusPatch(t *testing.T) {
 		v1alpha1.StatusAnnotation: "Synced", v1alpha1.SyncedAnnotation: "1/1",
 		v1alpha1.MessageAnnotation: "in sync in 1 namespace", v1alpha1.LastSyncTimeAnnotation: "2026-01-01T00:00:00Z",
 	}
-	if p := StatusPatch("u", current, status, false, now); p != nil {
+	src := &metav1.ObjectMeta{UID: "u", ResourceVersion: "7", Annotations: current}
+	if p := StatusPatch(src, status, false, now); p != nil {
 		t.Errorf("an unchanged status must not be written, got %s", p)
 	}
 	var patch struct {
 		Metadata struct {
-			UID         string            `json:"uid"`
-			Annotations map[string]string `json:"annotations"`
+			UID             string            `json:"uid"`
+			ResourceVersion string            `json:"resourceVersion"`
+			Annotations     map[string]string `json:"annotations"`
 		} `json:"metadata"`
 	}
-	if err := json.Unmarshal(StatusPatch("u", current, status, true, now), &patch); err != nil {
+	if err := json.Unmarshal(StatusPatch(src, status, true, now), &patch); err != nil {
 		t.Fatal(err)
+	}
+	if patch.Metadata.ResourceVersion != "7" {
+		t.Errorf("the patch must hold the resourceVersion it was computed from (a stale copy's patch must fail): %+v", patch)
 	}
 	if patch.Metadata.UID != "u" || len(patch.Metadata.Annotations) != 1 ||
 		patch.Metadata.Annotations[v1alpha1.LastSyncTimeAnnotation] != "2026-11-22T10:00:00Z" {

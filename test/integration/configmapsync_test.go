@@ -367,3 +367,70 @@ func TestFrontDoorsNeverShareAReplica(t *testing.T) {
 	must(t, k8s.Delete(context.Background(), syncB))
 	must(t, k8s.Delete(context.Background(), src))
 }
+
+// Every status the API server ever holds is one a single pass computed: the count of
+// the targets of the generation it names. A status patch computed from a stale cached
+// copy leaves out what the copy already had, and so once paired the count of one
+// generation with the next's (Ready "4/4" for a spec with three targets). The spec
+// flips quickly so that passes start before the previous pass's status is cached.
+func TestConfigMapSyncStatusIsOnePassView(t *testing.T) {
+	startController(t)
+	srcNS := newNamespace(t, "src", nil)
+	a, b, c := newNamespace(t, "dst", nil), newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)
+	plainConfigMap(t, srcNS, "app", map[string]string{"k": "v"})
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "app", DestinationNamespace: a, DestinationNamespaces: []string{b}})
+	waitForSyncReplicasIn(t, sync, a, b)
+
+	watcher, err := client.NewWithWatch(restConfig, client.Options{Scheme: newScheme()})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := watcher.Watch(ctx, &v1alpha1.ConfigMapSyncList{}, client.MatchingFields{"metadata.name": sync.Name})
+	must(t, err)
+	defer w.Stop()
+	seen := make(chan v1alpha1.ConfigMapSyncStatus, 1000)
+	go func() {
+		for e := range w.ResultChan() {
+			if s, ok := e.Object.(*v1alpha1.ConfigMapSync); ok {
+				seen <- s.Status
+			}
+		}
+		close(seen)
+	}()
+
+	targets := map[int64]int{sync.Generation: 2}
+	for i := range 30 {
+		namespaces := []string{b}
+		if i%2 == 0 {
+			namespaces = []string{b, c}
+		}
+		update(t, sync, func(s *v1alpha1.ConfigMapSync) { s.Spec.DestinationNamespaces = namespaces })
+		targets[sync.Generation] = 1 + len(namespaces)
+		time.Sleep(time.Duration(i%4) * 15 * time.Millisecond)
+	}
+	last := waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, fmt.Sprintf("%d/%d", targets[sync.Generation], targets[sync.Generation]))
+	time.Sleep(time.Second) // the last status events arrive
+	cancel()
+
+	statuses := 0
+	for s := range seen {
+		ready := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || s.Synced == "" {
+			continue
+		}
+		statuses++
+		want, known := targets[s.ObservedGeneration]
+		if !known {
+			t.Errorf("status for generation %d, which this test never wrote: %+v", s.ObservedGeneration, s)
+			continue
+		}
+		if int(s.TargetNamespaces) != want || !strings.HasSuffix(s.Synced, fmt.Sprintf("/%d", want)) || ready.ObservedGeneration != s.ObservedGeneration {
+			t.Errorf("status of generation %d (Ready of generation %d) counts %s and %d targets; that generation has %d",
+				s.ObservedGeneration, ready.ObservedGeneration, s.Synced, s.TargetNamespaces, want)
+		}
+	}
+	if statuses == 0 {
+		t.Fatalf("no status seen through the watch (last: %+v)", last.Status)
+	}
+	t.Logf("%d statuses checked over %d generations", statuses, len(targets))
+}
