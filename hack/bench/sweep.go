@@ -159,6 +159,16 @@ func (c config) roundsOf(p Point) int {
 
 const maxBytesPerPoint = 6 << 30
 
+// A point whose phase writes more than bigPhaseBytes pauses watchCacheHistory after
+// each phase. The API server keeps every version of the last 75 s in its watch cache:
+// back to back, the phases of 900 KiB × 1,000 namespaces held several gigabytes of
+// versions at once and took kube-apiserver past 16 GB. Phase times do not include the
+// pause.
+const (
+	bigPhaseBytes     = 256 << 20
+	watchCacheHistory = 80 * time.Second
+)
+
 // measurePoint runs the point's rounds: LIMIT's creates, updates and deletes, then
 // cmsync's fan-out, mass update and cleanup of the same writes. In the last round,
 // with every replica in place, it reads cmsync's memory and restarts it.
@@ -168,7 +178,14 @@ func (b *bench) measurePoint(p *Point) {
 	b.createNamespaces(ctx, p.Namespaces)
 	b.payload = strings.Repeat("x", p.SizeBytes)
 
-	noProfile := func(string) func() { return func() {} }
+	pause := func() {}
+	if p.SizeBytes*p.Replicas > bigPhaseBytes {
+		pause = func() {
+			step("pausing %s: the API server's watch cache lets the last phase's versions go", watchCacheHistory)
+			time.Sleep(watchCacheHistory)
+		}
+	}
+	between := func(string) func() { return pause }
 	terminated := b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`)
 	defer func() {
 		p.TerminatedWatchers = b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`) - terminated
@@ -177,13 +194,15 @@ func (b *bench) measurePoint(p *Point) {
 	p.Rounds = b.c.roundsOf(*p)
 	for r := range p.Rounds {
 		step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, p.Rounds, p.Replicas)
-		limit := b.limit(ctx, p.Sources, noProfile)
+		limit := b.limit(ctx, p.Sources, between)
 		p.LimitRounds = append(p.LimitRounds, limit.phases())
 		p.LimitBreakdown = append(p.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
+		pause()
 
 		name := fmt.Sprintf("p-r%02d", r)
 		var round windows
 		round.create = b.fanOut(ctx, name, p.Sources)
+		pause()
 		if r == p.Rounds-1 {
 			time.Sleep(min(b.c.idle, 10*time.Second)) // let the heap settle after the burst
 			p.Memory = proc.memory()
@@ -193,7 +212,9 @@ func (b *bench) measurePoint(p *Point) {
 			proc, p.Restart = b.restartVerified(p.Replicas)
 		}
 		round.update = b.update(ctx, name, p.Sources)
+		pause()
 		round.delete = b.cleanup(ctx, name, p.Sources)
+		pause()
 		p.CmsyncRounds = append(p.CmsyncRounds, round.phases())
 		p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
 	}

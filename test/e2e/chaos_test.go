@@ -297,13 +297,17 @@ func (w *chaosWorld) diff(t *testing.T) (orphans, missing, touched, wrongStatus 
 func restartKubeAPIServer(t *testing.T) {
 	t.Helper()
 	pid, args := findProcess(t, "kube-apiserver")
+	down := time.Now()
 	terminate(t, pid)
 	restarted := startProcess(t, args)
 	apiServerRestarts = append(apiServerRestarts, restarted)
-	eventually(t, 60*time.Second, "kube-apiserver back", func() error {
-		_, err := clientset.Discovery().ServerVersion()
+	// Ready, not just answering: until its informers (RBAC's among them) have synced,
+	// a starting API server refuses requests its authorizer would allow.
+	eventually(t, 60*time.Second, "kube-apiserver ready", func() error {
+		_, err := clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
 		return err
 	})
+	apiServerStarting = append(apiServerStarting, span{down, time.Now()})
 	// cmsync is started again at once, while discovery may still fail: it must wait for
 	// the API server rather than exit.
 }

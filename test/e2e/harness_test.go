@@ -527,7 +527,15 @@ var (
 var (
 	apiServerPort     string
 	apiServerRestarts []*exec.Cmd
+	// apiServerStarting holds, per restart of kube-apiserver, the time from its stop
+	// until it was ready again.
+	apiServerStarting []span
 )
+
+// span is a stretch of time, ends included.
+type span struct{ from, to time.Time }
+
+func (s span) holds(at time.Time) bool { return !at.Before(s.from) && !at.After(s.to) }
 
 // findProcess returns the pid and arguments of this suite's process named name.
 func findProcess(t *testing.T, name string) (int, []string) {
