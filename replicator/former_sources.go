@@ -27,17 +27,22 @@ import (
 // an object is the ordinary retire: its status annotations come off.
 //
 // The list is of metadata only, a page at a time, and leaves out replicas and current
-// sources server-side, so it costs one paged read of the other objects per start.
+// sources server-side, so it costs one paged read of the other objects per start. It
+// waits for the caches first: at a start with many replicas, their lists are what
+// every source's verification waits on, and this sweep, for a rare case, must not
+// compete with them for the API server.
 type formerSources[T desired.Object] struct {
 	kind   desired.Kind[T]
 	reader client.Reader // the API server: the objects sought are in no cache
 	events chan event.GenericEvent
+	// cachesSynced waits for the caches the term's first passes read.
+	cachesSynced func(context.Context) bool
 }
 
 const formerSourcesPage = 500
 
-func newFormerSources[T desired.Object](kind desired.Kind[T], reader client.Reader) *formerSources[T] {
-	return &formerSources[T]{kind: kind, reader: reader, events: make(chan event.GenericEvent, formerSourcesPage)}
+func newFormerSources[T desired.Object](kind desired.Kind[T], reader client.Reader, cachesSynced func(context.Context) bool) *formerSources[T] {
+	return &formerSources[T]{kind: kind, reader: reader, cachesSynced: cachesSynced, events: make(chan event.GenericEvent, formerSourcesPage)}
 }
 
 // Events delivers the former sources found (for source.Channel).
@@ -47,6 +52,9 @@ func (f *formerSources[T]) Events() <-chan event.GenericEvent { return f.events 
 // restarting API server, say), then returns: the sweep is done for this term.
 func (f *formerSources[T]) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithValues("kind", f.kind.Name())
+	if !f.cachesSynced(ctx) {
+		return nil // stopped before the caches synced
+	}
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: 1 << 30}
 	_ = wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		found, err := f.sweep(ctx)

@@ -104,7 +104,9 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 		metrics:         metrics,
 		conflictRecheck: o.ConflictRecheck,
 	}
-	former := newFormerSources(kind, mgr.GetAPIReader())
+	former := newFormerSources(kind, mgr.GetAPIReader(), func(ctx context.Context) bool {
+		return replicas.WaitForCacheSync(ctx) && mgr.GetCache().WaitForCacheSync(ctx)
+	})
 	if err := mgr.Add(former); err != nil {
 		return door[T]{}, nil, fmt.Errorf("adding the %s former-source sweep: %w", kind.Name(), err)
 	}
