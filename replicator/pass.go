@@ -102,11 +102,11 @@ func (d *door[T]) finish(ctx context.Context, owner desired.Owner, pass desired.
 	if pass.Changed() {
 		log.FromContext(ctx).Info("replicas written", "written", pass.Written, "deleted", pass.Deleted, "synced", pass.SyncedCount())
 	}
-	if pass.Err == nil && apierrors.IsConflict(reportErr) {
-		return afterStatusWrite(ctx, reportErr)
+	if pass.Err != nil {
+		return ctrl.Result{}, errors.Join(pass.Err, reportErr)
 	}
-	if err := errors.Join(pass.Err, reportErr); err != nil {
-		return ctrl.Result{}, err
+	if reportErr != nil {
+		return afterStatusWrite(ctx, reportErr)
 	}
 	if pass.Conflicts > 0 {
 		return ctrl.Result{RequeueAfter: d.conflictRecheck}, nil

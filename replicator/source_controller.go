@@ -146,7 +146,8 @@ func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) e
 }
 
 // reportInvalid writes the Invalid status, an Event and a log line, once per new
-// problem; it does not retry, since only an edit of the source can fix it.
+// problem; it does not retry, since only an edit of the source can fix it (but for a
+// write that met a newer object: afterStatusWrite).
 func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner desired.Owner, invalid invalidSourceError) error {
 	r.metrics.RecordProblem(owner, v1alpha1.ReasonInvalid)
 	status := desired.InvalidStatus(invalid, src.GetAnnotations()[v1alpha1.SyncedAnnotation])

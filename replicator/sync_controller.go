@@ -64,7 +64,8 @@ func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	if problem != nil {
-		// No retry: a spec edit, the source's creation or a namespace event wakes it.
+		// No retry (but for a status write that met a newer object): a spec edit, the
+		// source's creation or a namespace event wakes it.
 		return afterStatusWrite(ctx, r.reportProblem(ctx, sync, before, owner, plan, problem))
 	}
 	pass, err := r.engine.run(ctx, owner, plan)

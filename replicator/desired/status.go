@@ -173,12 +173,7 @@ func StatusPatch(src metav1.Object, status SourceStatus, changed bool, now time.
 	if len(annotations) == 0 {
 		return nil
 	}
-	patch, metadata := patchOnUID(src.GetUID())
-	metadata["resourceVersion"] = src.GetResourceVersion()
-	metadata["annotations"] = annotations
-	// Strings only: Marshal cannot fail.
-	out, _ := json.Marshal(patch)
-	return out
+	return annotationsPatch(src.GetUID(), src.GetResourceVersion(), annotations)
 }
 
 // statusAnnotations are the annotations cmsync writes onto a source.
@@ -206,9 +201,18 @@ func ClearStatusPatch(uid string, current map[string]string) []byte {
 	if len(annotations) == 0 {
 		return nil
 	}
-	patch, metadata := patchOnUID(types.UID(uid))
+	return annotationsPatch(types.UID(uid), "", annotations)
+}
+
+// annotationsPatch is the JSON merge patch of annotations on the object with uid, and
+// with resourceVersion when it is not empty.
+func annotationsPatch(uid types.UID, resourceVersion string, annotations map[string]any) []byte {
+	patch, metadata := patchOnUID(uid)
+	if resourceVersion != "" {
+		metadata["resourceVersion"] = resourceVersion
+	}
 	metadata["annotations"] = annotations
-	// Nulls only: Marshal cannot fail.
+	// Strings and nulls only: Marshal cannot fail.
 	out, _ := json.Marshal(patch)
 	return out
 }

@@ -304,20 +304,15 @@ func newModelChecker(t *testing.T, throttleFor time.Duration, figures *chaosFigu
 	return mc
 }
 
-// retire makes sure p's previous process is gone before another takes its place: two
-// processes of one identity would leave one untracked, perhaps holding the lease. (A
-// fault's ops once restarted the killed leader through converge, and the fault then
-// started it a second time; faults now restart through restartExited only.)
-func (mc *modelChecker) retire(p *mcProcess) {
-	if p.c != nil && !p.c.hasExited() {
-		mc.t.Fatalf("harness error: %s started again while its process (pid %d) runs", p.user, p.c.cmd.Process.Pid)
-	}
-}
-
 // start runs p's process with the policy of the moment and a short lease (6s), so a
 // takeover happens within seconds.
 func (mc *modelChecker) start(p *mcProcess) {
-	mc.retire(p)
+	// Two processes of one identity would leave one untracked, perhaps holding the
+	// lease. (A fault's ops once restarted the killed leader through converge, and the
+	// fault then started it a second time; faults now restart through restartExited.)
+	if p.c != nil && !p.c.hasExited() {
+		mc.t.Fatalf("harness error: %s started again while its process (pid %d) runs", p.user, p.c.cmd.Process.Pid)
+	}
 	exclude, sources := "kube-system,kube-public,kube-node-lease", "*"
 	if mc.excluded != "" {
 		exclude += "," + mc.excluded

@@ -156,8 +156,6 @@ func srcLabels(t *testing.T, ns, name string) map[string]string {
 	return cm.Labels
 }
 
-// Spec edits add and remove targets exactly; namespaceSelector picks up namespaces
-// created later; "!" entries exclude from the union.
 // syncIntoTwoOfThree starts cmsync and a ConfigMapSync of the source ConfigMap "app"
 // in srcNS into namespaces a and b (c is left out), and waits for both replicas.
 func syncIntoTwoOfThree(t *testing.T) (sync *v1alpha1.ConfigMapSync, srcNS, a, b, c string) {
@@ -171,6 +169,8 @@ func syncIntoTwoOfThree(t *testing.T) (sync *v1alpha1.ConfigMapSync, srcNS, a, b
 	return sync, srcNS, a, b, c
 }
 
+// Spec edits add and remove targets exactly; namespaceSelector picks up namespaces
+// created later; "!" entries exclude from the union.
 func TestConfigMapSyncTargetsFollowSpec(t *testing.T) {
 	sync, srcNS, a, _, c := syncIntoTwoOfThree(t)
 
@@ -185,9 +185,12 @@ func TestConfigMapSyncTargetsFollowSpec(t *testing.T) {
 	excluded := newNamespace(t, "excluded", map[string]string{"group": group})
 	update(t, sync, func(s *v1alpha1.ConfigMapSync) { s.Spec.DestinationNamespaces = []string{c, "!" + excluded} })
 	waitForSyncReplicasIn(t, sync, a, c, later)
-	// Ready for the current generation counts its three targets; it once read "4/4" (a
+	// Ready for the current generation counts its three targets (it once read "4/4": a
 	// status patch built on a stale cached copy; TestConfigMapSyncStatusIsOnePassView).
-	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "3/3")
+	got := waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced)
+	if got.Status.Synced != "3/3" {
+		t.Errorf("synced %q", got.Status.Synced)
+	}
 
 	// Naming another source moves the replicas: the old ones are deleted.
 	plainConfigMap(t, srcNS, "other", map[string]string{"k": "o"})
