@@ -124,6 +124,14 @@ func TestNamespaceChanged(t *testing.T) {
 			}
 		})
 	}
+	// A namespace created while cmsync runs reaches its sources; the namespaces of a
+	// watch's initial list do not (each source's own initial list queues it).
+	if !p.Create(event.CreateEvent{Object: ns()}) {
+		t.Error("Create of a new namespace = false, want true")
+	}
+	if p.Create(event.CreateEvent{Object: ns(), IsInInitialList: true}) {
+		t.Error("Create of a namespace in the initial list = true, want false")
+	}
 }
 
 func TestSyncChanged(t *testing.T) {

@@ -47,7 +47,7 @@ type config struct {
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
 	sweep, apf                                                    bool
 	sweepN, sweepS, sweepSizes                                    string
-	sweepBaseN, sweepRounds                                       int
+	sweepBaseN, sweepRounds, sweepRestarts                        int
 	plot, plotDir                                                 string
 }
 
@@ -135,7 +135,10 @@ type Restart struct {
 	// VerifiedSeconds is when every replica had been compared with its source (the
 	// sweep measures it).
 	VerifiedSeconds float64 `json:"verifiedSeconds,omitempty"`
-	Writes          int64   `json:"writes"`
+	// VerifiedRounds are the sweep's restarts one by one; the figures above are
+	// their medians.
+	VerifiedRounds []float64 `json:"verifiedRounds,omitempty"`
+	Writes         int64     `json:"writes"`
 }
 
 type Memory struct {
@@ -200,6 +203,7 @@ func main() {
 	flag.StringVar(&c.sweepSizes, "sweep-sizes", "1Ki,100Ki,900Ki", "object sizes of the sweep's points with one source and -sweep-base-n namespaces")
 	flag.IntVar(&c.sweepBaseN, "sweep-base-n", 1000, "namespaces of the -sweep-s and -sweep-sizes points")
 	flag.IntVar(&c.sweepRounds, "sweep-rounds", 3, "rounds at each point of the sweep; the figures are medians")
+	flag.IntVar(&c.sweepRestarts, "sweep-restarts", 3, "restarts at each point of the sweep, after the last round's fan-out; the figures are medians")
 	flag.BoolVar(&c.apf, "apf", false,
 		"measure a 429 storm instead: the fan-out of -s sources to -n namespaces with cmsync's requests in a priority level of one seat, "+
 			"next to a neighbour's requests; writes bench/results/apf-<time>.json")
