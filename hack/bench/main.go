@@ -48,6 +48,7 @@ type config struct {
 	sweep, apf                                                    bool
 	sweepN, sweepS, sweepSizes                                    string
 	sweepBaseN, sweepRounds, sweepRestarts                        int
+	restartVariants                                               string
 	plot, plotDir                                                 string
 }
 
@@ -139,6 +140,9 @@ type Restart struct {
 	// their medians.
 	VerifiedRounds []float64 `json:"verifiedRounds,omitempty"`
 	Writes         int64     `json:"writes"`
+	// Variants are the verified seconds of each restart with one of
+	// -sweep-restart-variants' environments, by environment.
+	Variants map[string][]float64 `json:"variants,omitempty"`
 }
 
 type Memory struct {
@@ -204,6 +208,9 @@ func main() {
 	flag.IntVar(&c.sweepBaseN, "sweep-base-n", 1000, "namespaces of the -sweep-s and -sweep-sizes points")
 	flag.IntVar(&c.sweepRounds, "sweep-rounds", 3, "rounds at each point of the sweep; the figures are medians")
 	flag.IntVar(&c.sweepRestarts, "sweep-restarts", 3, "restarts at each point of the sweep, after the last round's fan-out; the figures are medians")
+	flag.StringVar(&c.restartVariants, "sweep-restart-variants", "",
+		"after the sweep's restarts, as many again with each of these environments of cmsync (';'-separated, each space-separated NAME=value, "+
+			"e.g. 'GOGC=100;KUBE_FEATURE_WatchListClient=false'): to compare runtime settings on the same replicas")
 	flag.BoolVar(&c.apf, "apf", false,
 		"measure a 429 storm instead: the fan-out of -s sources to -n namespaces with cmsync's requests in a priority level of one seat, "+
 			"next to a neighbour's requests; writes bench/results/apf-<time>.json")
@@ -861,6 +868,11 @@ type process struct {
 
 // startCmsync runs the binary with its default flags and waits for /readyz.
 func (b *bench) startCmsync(extraArgs ...string) *process {
+	return b.startCmsyncWith("", extraArgs...)
+}
+
+// startCmsyncWith is startCmsync with env added to cmsync's environment.
+func (b *bench) startCmsyncWith(env string, extraArgs ...string) *process {
 	metrics, health := freePort(), freePort()
 	args := append([]string{"--kubeconfig=" + b.kubeconfig, "--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}, extraArgs...)
 	if b.c.profile != "" {
@@ -870,7 +882,7 @@ func (b *bench) startCmsync(extraArgs ...string) *process {
 	cmd := exec.Command(b.c.binary, args...)
 	// cmsync dies with the bench, also when a failed check exits it at once.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Env = append(os.Environ(), strings.Fields(b.c.cmsyncEnv)...)
+	cmd.Env = append(append(os.Environ(), strings.Fields(b.c.cmsyncEnv)...), strings.Fields(env)...)
 	logFile, err := os.Create(filepath.Join(b.work, fmt.Sprintf("cmsync-%d.log", time.Now().UnixNano())))
 	must(err)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

@@ -277,8 +277,22 @@ func (b *bench) restartsVerified(proc *process, replicas int) (*process, Restart
 		step("RESTART %d of %d with %d replicas in sync", i+1, max(1, b.c.sweepRestarts), replicas)
 		proc.stop()
 		var r Restart
-		proc, r = b.restartVerified(replicas)
+		proc, r = b.restartVerified(replicas, "")
 		rounds = append(rounds, r)
+	}
+	variants := map[string][]float64{}
+	for env := range strings.SplitSeq(b.c.restartVariants, ";") {
+		if env = strings.TrimSpace(env); env == "" {
+			continue
+		}
+		for i := range max(1, b.c.sweepRestarts) {
+			step("RESTART %d of %d with %d replicas in sync, environment %s", i+1, max(1, b.c.sweepRestarts), replicas, env)
+			proc.stop()
+			var r Restart
+			proc, r = b.restartVerified(replicas, env)
+			variants[env] = append(variants[env], r.VerifiedSeconds)
+		}
+		fmt.Printf("  restart with %s: verified %v\n", env, variants[env])
 	}
 	res := Restart{
 		ReadySeconds:    medianOf(rounds, func(r Restart) float64 { return r.ReadySeconds }),
@@ -288,17 +302,20 @@ func (b *bench) restartsVerified(proc *process, replicas int) (*process, Restart
 		res.VerifiedRounds = append(res.VerifiedRounds, r.VerifiedSeconds)
 		res.Writes += r.Writes
 	}
+	if len(variants) > 0 {
+		res.Variants = variants
+	}
 	return proc, res
 }
 
-// restartVerified starts cmsync with every replica in place and reports when it was
+// restartVerified starts cmsync (with env added to its environment) with every replica in place and reports when it was
 // ready, when it had verified every replica (its cmsync_replicas{state="synced"} gauges,
 // set after a source's pass compared each of its replicas with the source, add up to
 // replicas; read every 100 ms, as reading cmsync's metrics costs it CPU), and the
 // writes it made until 20 s after the start (or -idle, if shorter).
-func (b *bench) restartVerified(replicas int) (*process, Restart) {
+func (b *bench) restartVerified(replicas int, env string) (*process, Restart) {
 	start := time.Now()
-	proc := b.startCmsync()
+	proc := b.startCmsyncWith(env)
 	res := Restart{ReadySeconds: time.Since(start).Seconds()}
 	profiled := b.cpuProfiles(context.Background(), proc, fmt.Sprintf("restart-%d", replicas))
 	defer profiled()
