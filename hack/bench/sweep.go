@@ -204,7 +204,10 @@ func (b *bench) measurePoint(p *Point) {
 		round.create = b.fanOut(ctx, name, p.Sources)
 		pause()
 		if r == p.Rounds-1 {
-			time.Sleep(min(b.c.idle, 10*time.Second)) // let the heap settle after the burst
+			// Let the heap settle after the burst: at 100 sources cmsync still works
+			// through the fan-out's watch events for seconds after its last write,
+			// and only then returns the burst's memory (10 s was sometimes too short).
+			time.Sleep(min(b.c.idle, 30*time.Second))
 			p.Memory = proc.memory()
 			b.heapProfile(proc, fmt.Sprintf("sweep-n%d-s%d-z%d", p.Namespaces, p.Sources, p.SizeBytes))
 			proc, p.Restart = b.restartsVerified(proc, p.Replicas)

@@ -27,12 +27,31 @@ const (
 	gcRetuneEvery = time.Second
 )
 
-// gcPercentFor is the GC target for a live heap of live bytes.
-func gcPercentFor(live uint64) int {
-	if live == 0 {
+// While cmsync allocates fast, the collector's work per allocated byte grows with the
+// live heap over the room: with 16 MiB of room, the first list of 100,000 replicas
+// after a restart collected a heap that kept growing every 16 MiB, and a fan-out of
+// 900 KiB objects (several copies of each pass through the heap: request, response,
+// watch event) collected every few replicas (make bench-sweep). So while more than
+// burstRate is allocated per retune, the room is Go's default or burstHeadroom,
+// whichever is more; the resident size grows for the burst's length, and the releaser
+// returns it once the burst is over. GOMEMLIMIT (the chart sets it from the
+// container's limit) still bounds the heap in a burst.
+const (
+	burstRate     = 32 << 20
+	burstHeadroom = 64 << 20
+)
+
+// gcPercentFor is the GC target for a live heap of live bytes, in a burst of
+// allocation or not.
+func gcPercentFor(live uint64, burst bool) int {
+	switch {
+	case live == 0:
 		return gcMaxPercent
+	case burst:
+		return int(max(burstHeadroom*100/live, gcMaxPercent))
+	default:
+		return int(min(max(gcHeadroom*100/live, gcMinPercent), gcMaxPercent))
 	}
-	return int(min(max(gcHeadroom*100/live, gcMinPercent), gcMaxPercent))
 }
 
 // After a burst of work (a fan-out, a mass update, the first list of every replica)
@@ -76,16 +95,22 @@ func Run(ctx context.Context) {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
 	current := -1
 	var release releaser
+	var lastAllocs uint64
 	for {
 		metrics.Read(sample)
+		allocs := uint64(0)
+		if sample[1].Value.Kind() == metrics.KindUint64 {
+			allocs = sample[1].Value.Uint64()
+		}
+		burst := allocs-lastAllocs > burstRate
+		lastAllocs = allocs
 		if sample[0].Value.Kind() == metrics.KindUint64 {
-			if percent := gcPercentFor(sample[0].Value.Uint64()); percent != current {
+			if percent := gcPercentFor(sample[0].Value.Uint64(), burst); percent != current {
 				debug.SetGCPercent(percent)
 				current = percent
 			}
 		}
-		if sample[1].Value.Kind() == metrics.KindUint64 && sample[2].Value.Kind() == metrics.KindUint64 &&
-			release.observe(sample[1].Value.Uint64(), sample[2].Value.Uint64()) {
+		if sample[2].Value.Kind() == metrics.KindUint64 && release.observe(allocs, sample[2].Value.Uint64()) {
 			debug.FreeOSMemory()
 		}
 		select {

@@ -7,18 +7,25 @@ import (
 
 func TestGCPercentFollowsTheLiveHeap(t *testing.T) {
 	for _, tc := range []struct {
-		live uint64
-		want int
+		live  uint64
+		burst bool
+		want  int
 	}{
-		{0, gcMaxPercent},
-		{4 << 20, gcMaxPercent},   // a small heap: Go's default room
-		{16 << 20, 100},           // exactly the headroom
-		{32 << 20, 50},            // 16 MiB of room
-		{64 << 20, 25},            // 16 MiB is 25%
-		{512 << 20, gcMinPercent}, // a large heap: never less than the floor
+		{0, false, gcMaxPercent},
+		{4 << 20, false, gcMaxPercent},   // a small heap: Go's default room
+		{16 << 20, false, 100},           // exactly the headroom
+		{32 << 20, false, 50},            // 16 MiB of room
+		{64 << 20, false, 25},            // 16 MiB is 25%
+		{512 << 20, false, gcMinPercent}, // a large heap: never less than the floor
+		// In a burst: 64 MiB of room, or Go's default when the heap is larger.
+		{0, true, gcMaxPercent},
+		{16 << 20, true, 400},
+		{32 << 20, true, 200},
+		{64 << 20, true, 100},
+		{512 << 20, true, 100},
 	} {
-		if got := gcPercentFor(tc.live); got != tc.want {
-			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", tc.live>>20, got, tc.want)
+		if got := gcPercentFor(tc.live, tc.burst); got != tc.want {
+			t.Errorf("gcPercentFor(%d MiB, burst %v) = %d, want %d", tc.live>>20, tc.burst, got, tc.want)
 		}
 	}
 }
