@@ -28,30 +28,29 @@ const (
 )
 
 // While cmsync allocates fast, the collector's work per allocated byte grows with the
-// live heap over the room: with 16 MiB of room, the first list of 100,000 replicas
-// after a restart collected a heap that kept growing every 16 MiB, and a fan-out of
-// 900 KiB objects (several copies of each pass through the heap: request, response,
-// watch event) collected every few replicas (make bench-sweep). So while more than
-// burstRate is allocated per retune, the room is Go's default or burstHeadroom,
-// whichever is more; the resident size grows for the burst's length, and the releaser
-// returns it once the burst is over. GOMEMLIMIT (the chart sets it from the
-// container's limit) still bounds the heap in a burst.
+// live heap over the room: a fan-out of 100 KiB objects on a 30 MiB heap (several
+// copies of each pass through the heap: request, response, watch event) collected every
+// few replicas with 16 MiB of room (make bench-sweep). So while more than burstRate is
+// allocated per retune, the heap may grow to burstHeapGoal: a small heap gets room for
+// a burst, and the heap of 100,000 replicas (about 60 MiB live) little more than
+// without one, so a burst's peak stays near where it was. The releaser returns the room once the burst is over, and
+// GOMEMLIMIT (the chart sets it from the container's limit) still bounds the heap.
 const (
 	burstRate     = 32 << 20
-	burstHeadroom = 64 << 20
+	burstHeapGoal = 96 << 20
 )
 
 // gcPercentFor is the GC target for a live heap of live bytes, in a burst of
 // allocation or not.
 func gcPercentFor(live uint64, burst bool) int {
-	switch {
-	case live == 0:
+	if live == 0 {
 		return gcMaxPercent
-	case burst:
-		return int(max(burstHeadroom*100/live, gcMaxPercent))
-	default:
-		return int(min(max(gcHeadroom*100/live, gcMinPercent), gcMaxPercent))
 	}
+	percent := int(min(max(gcHeadroom*100/live, gcMinPercent), gcMaxPercent))
+	if burst && live < burstHeapGoal {
+		percent = max(percent, int((burstHeapGoal-live)*100/live))
+	}
+	return percent
 }
 
 // After a burst of work (a fan-out, a mass update, the first list of every replica)
