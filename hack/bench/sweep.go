@@ -273,30 +273,10 @@ func serverCPUPer1000(rounds []Breakdown, writes int) Phases {
 }
 
 // restartsVerified stops proc and restarts cmsync -sweep-restarts times with every
-// replica in place, and reports the medians; writes are summed (any is a fault).
+// replica in place, and reports the medians (writes summed: any is a fault); then as
+// many times with each environment of -sweep-restart-variants, recorded apart.
 func (b *bench) restartsVerified(proc *process, replicas int) (*process, Restart) {
-	var rounds []Restart
-	for i := range max(1, b.c.sweepRestarts) {
-		step("RESTART %d of %d with %d replicas in sync", i+1, max(1, b.c.sweepRestarts), replicas)
-		proc.stop()
-		var r Restart
-		proc, r = b.restartVerified(replicas, "")
-		rounds = append(rounds, r)
-	}
-	variants := map[string][]float64{}
-	for env := range strings.SplitSeq(b.c.restartVariants, ";") {
-		if env = strings.TrimSpace(env); env == "" {
-			continue
-		}
-		for i := range max(1, b.c.sweepRestarts) {
-			step("RESTART %d of %d with %d replicas in sync, environment %s", i+1, max(1, b.c.sweepRestarts), replicas, env)
-			proc.stop()
-			var r Restart
-			proc, r = b.restartVerified(replicas, env)
-			variants[env] = append(variants[env], r.VerifiedSeconds)
-		}
-		fmt.Printf("  restart with %s: verified %v\n", env, variants[env])
-	}
+	proc, rounds := b.restarts(proc, replicas, "")
 	res := Restart{
 		ReadySeconds:    medianOf(rounds, func(r Restart) float64 { return r.ReadySeconds }),
 		VerifiedSeconds: medianOf(rounds, func(r Restart) float64 { return r.VerifiedSeconds }),
@@ -305,17 +285,42 @@ func (b *bench) restartsVerified(proc *process, replicas int) (*process, Restart
 		res.VerifiedRounds = append(res.VerifiedRounds, r.VerifiedSeconds)
 		res.Writes += r.Writes
 	}
-	if len(variants) > 0 {
-		res.Variants = variants
+	for env := range strings.SplitSeq(b.c.restartVariants, ";") {
+		if env = strings.TrimSpace(env); env == "" {
+			continue
+		}
+		var variant []Restart
+		proc, variant = b.restarts(proc, replicas, env)
+		if res.Variants == nil {
+			res.Variants = map[string][]float64{}
+		}
+		for _, r := range variant {
+			res.Variants[env] = append(res.Variants[env], r.VerifiedSeconds)
+		}
+		fmt.Printf("  restart with %s: verified %v\n", env, res.Variants[env])
 	}
 	return proc, res
 }
 
-// restartVerified starts cmsync (with env added to its environment) with every replica in place and reports when it was
-// ready, when it had verified every replica (its cmsync_replicas{state="synced"} gauges,
-// set after a source's pass compared each of its replicas with the source, add up to
-// replicas; read every 100 ms, as reading cmsync's metrics costs it CPU), and the
-// writes it made until 20 s after the start (or -idle, if shorter).
+// restarts stops proc and restarts cmsync -sweep-restarts times, with env added to its
+// environment.
+func (b *bench) restarts(proc *process, replicas int, env string) (*process, []Restart) {
+	n := max(1, b.c.sweepRestarts)
+	rounds := make([]Restart, n)
+	for i := range rounds {
+		step("RESTART %d of %d with %d replicas in sync %s", i+1, n, replicas, env)
+		proc.stop()
+		proc, rounds[i] = b.restartVerified(replicas, env)
+	}
+	return proc, rounds
+}
+
+// restartVerified starts cmsync, with env added to its environment, with every replica
+// in place and reports when it was ready, when it had verified every replica (its
+// cmsync_replicas{state="synced"} gauges, set after a source's pass compared each of
+// its replicas with the source, add up to replicas; read every 100 ms, as reading
+// cmsync's metrics costs it CPU), and the writes it made until 20 s after the start (or
+// -idle, if shorter).
 func (b *bench) restartVerified(replicas int, env string) (*process, Restart) {
 	start := time.Now()
 	proc := b.startCmsyncWith(env)
