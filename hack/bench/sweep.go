@@ -272,19 +272,12 @@ func serverCPUPer1000(rounds []Breakdown, writes int) Phases {
 	return Phases{Create: per(phaseSplits[0].get), Update: per(phaseSplits[1].get), Delete: per(phaseSplits[2].get)}
 }
 
-// restartsVerified stops proc and restarts cmsync -sweep-restarts times with every
-// replica in place, and reports the medians (writes summed: any is a fault); then as
-// many times with each environment of -sweep-restart-variants, recorded apart.
+// restartsVerified stops proc and restarts cmsync as many times as -sweep-restarts
+// with each environment of -sweep-restart-variants (recorded apart), then with none,
+// and reports the medians of those (writes summed: any is a fault). The default
+// restarts come last, so the process the point goes on with runs as the others did.
 func (b *bench) restartsVerified(proc *process, replicas int) (*process, Restart) {
-	proc, rounds := b.restarts(proc, replicas, "")
-	res := Restart{
-		ReadySeconds:    medianOf(rounds, func(r Restart) float64 { return r.ReadySeconds }),
-		VerifiedSeconds: medianOf(rounds, func(r Restart) float64 { return r.VerifiedSeconds }),
-	}
-	for _, r := range rounds {
-		res.VerifiedRounds = append(res.VerifiedRounds, r.VerifiedSeconds)
-		res.Writes += r.Writes
-	}
+	var res Restart
 	for env := range strings.SplitSeq(b.c.restartVariants, ";") {
 		if env = strings.TrimSpace(env); env == "" {
 			continue
@@ -298,6 +291,13 @@ func (b *bench) restartsVerified(proc *process, replicas int) (*process, Restart
 			res.Variants[env] = append(res.Variants[env], r.VerifiedSeconds)
 		}
 		fmt.Printf("  restart with %s: verified %v\n", env, res.Variants[env])
+	}
+	proc, rounds := b.restarts(proc, replicas, "")
+	res.ReadySeconds = medianOf(rounds, func(r Restart) float64 { return r.ReadySeconds })
+	res.VerifiedSeconds = medianOf(rounds, func(r Restart) float64 { return r.VerifiedSeconds })
+	for _, r := range rounds {
+		res.VerifiedRounds = append(res.VerifiedRounds, r.VerifiedSeconds)
+		res.Writes += r.Writes
 	}
 	return proc, res
 }
