@@ -17,13 +17,14 @@ func TestGCPercentFollowsTheLiveHeap(t *testing.T) {
 		{32 << 20, false, 50},            // 16 MiB of room
 		{64 << 20, false, 25},            // 16 MiB is 25%
 		{512 << 20, false, gcMinPercent}, // a large heap: never less than the floor
-		// In a burst the heap may grow to 96 MiB, but never gets less room than
+		// In a burst the heap may grow to 64 MiB, but never gets less room than
 		// without one.
 		{0, true, gcMaxPercent},
-		{16 << 20, true, 500},
-		{32 << 20, true, 200},
-		{64 << 20, true, 50},
-		{80 << 20, true, 25},
+		{16 << 20, true, 300},
+		{32 << 20, true, 100},
+		{48 << 20, true, 33},
+		{60 << 20, true, 26},
+		{64 << 20, true, 25},
 		{512 << 20, true, gcMinPercent},
 	} {
 		if got := gcPercentFor(tc.live, tc.burst); got != tc.want {
