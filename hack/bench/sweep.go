@@ -386,7 +386,9 @@ func printPoint(p Point) {
 	for _, ph := range phaseSplits {
 		fmt.Printf("  CPU %-6s cmsync phase %s   LIMIT phase %s\n", ph.name, cpuList(p.CmsyncCPU[ph.name]), cpuList(p.LimitCPU[ph.name]))
 	}
-	fmt.Printf("  memory steady %.1f MiB (%.1f anonymous, %.1f of the binary's file; peak %.1f); restart: ready %.2fs, verified %.2fs (of %v), %d writes\n",
-		p.Memory.SteadyMiB, p.Memory.AnonMiB, p.Memory.FileMiB, p.Memory.PeakMiB, p.Restart.ReadySeconds, p.Restart.VerifiedSeconds, p.Restart.VerifiedRounds, p.Restart.Writes)
+	fmt.Printf("  memory steady %.1f MiB (%.1f anonymous, %.1f of the binary's file; peak %.1f)\n",
+		p.Memory.SteadyMiB, p.Memory.AnonMiB, p.Memory.FileMiB, p.Memory.PeakMiB)
+	fmt.Printf("  restart: ready %.2fs, verified %.2fs (of %v), %d writes\n",
+		p.Restart.ReadySeconds, p.Restart.VerifiedSeconds, p.Restart.VerifiedRounds, p.Restart.Writes)
 	fmt.Printf("  watches of ConfigMaps the API server closed for falling behind: %d\n\n", p.TerminatedWatchers)
 }
