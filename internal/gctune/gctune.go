@@ -31,13 +31,13 @@ const (
 // live heap over the room: a fan-out of 100 KiB objects (several copies of each pass
 // through the heap: request, response, watch event) collected every few replicas with
 // 16 MiB of room. So while more than burstRate is allocated per retune, the heap may
-// grow to burstHeapGoal: a small heap gets room for the burst (cmsync's CPU for 1,000
-// replicas of 100 KiB fell by 15-22%, make bench-sweep), a heap near the goal gets none
-// more. With a goal of 96 MiB the heap of 100,000 replicas (about 55 MiB live) got room
-// too, and its resident size after the burst came out 5-7 MiB higher; at 64 MiB a heap
-// of more than 48 MiB live gets no more room in a burst than out of one.
-// The releaser returns the room once the burst is over, and GOMEMLIMIT (the chart sets
-// it from the container's limit) still bounds the heap.
+// grow to burstHeapGoal: a small heap gets room for the burst (cmsync's CPU for the
+// phases of 1,000 replicas of 100 KiB fell by a quarter to a third, make bench-sweep),
+// a heap near the goal gets none more. With a goal of 96 MiB the heap of 100,000
+// replicas (about 55 MiB live) got room too, and its resident size after the burst came
+// out 5-7 MiB higher; at 64 MiB a heap of more than 48 MiB live gets no more room in a
+// burst than out of one. The releaser returns the room once the burst is over, and
+// GOMEMLIMIT (the chart sets it from the container's limit) still bounds the heap.
 const (
 	burstRate     = 32 << 20
 	burstHeapGoal = 64 << 20
