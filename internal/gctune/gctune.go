@@ -97,22 +97,25 @@ func Run(ctx context.Context) {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
 	current := -1
 	var release releaser
-	var lastAllocs uint64
 	for {
 		metrics.Read(sample)
 		allocs := uint64(0)
 		if sample[1].Value.Kind() == metrics.KindUint64 {
 			allocs = sample[1].Value.Uint64()
 		}
-		burst := allocs-lastAllocs > burstRate
-		lastAllocs = allocs
+		// The releaser holds the allocation count of the last retune.
+		burst := allocs-release.lastAllocs > burstRate
 		if sample[0].Value.Kind() == metrics.KindUint64 {
 			if percent := gcPercentFor(sample[0].Value.Uint64(), burst); percent != current {
 				debug.SetGCPercent(percent)
 				current = percent
 			}
 		}
-		if sample[2].Value.Kind() == metrics.KindUint64 && release.observe(allocs, sample[2].Value.Uint64()) {
+		free := uint64(0) // unknown: nothing is released
+		if sample[2].Value.Kind() == metrics.KindUint64 {
+			free = sample[2].Value.Uint64()
+		}
+		if release.observe(allocs, free) {
 			debug.FreeOSMemory()
 		}
 		select {
