@@ -209,7 +209,7 @@ func main() {
 	flag.IntVar(&c.sweepRounds, "sweep-rounds", 3, "rounds at each point of the sweep; the figures are medians")
 	flag.IntVar(&c.sweepRestarts, "sweep-restarts", 3, "restarts at each point of the sweep, after the last round's fan-out; the figures are medians")
 	flag.StringVar(&c.restartVariants, "sweep-restart-variants", "",
-		"after the sweep's restarts, as many again with each of these environments of cmsync (';'-separated, each space-separated NAME=value, "+
+		"before the sweep's restarts, as many with each of these environments of cmsync (';'-separated, each space-separated NAME=value, "+
 			"e.g. 'GOGC=100;KUBE_FEATURE_WatchListClient=false'): to compare runtime settings on the same replicas")
 	flag.BoolVar(&c.apf, "apf", false,
 		"measure a 429 storm instead: the fan-out of -s sources to -n namespaces with cmsync's requests in a priority level of one seat, "+
