@@ -9,6 +9,7 @@ import (
 	"maps"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -38,13 +39,16 @@ func SourceChanged[T desired.Object](kind desired.Kind[T]) predicate.Predicate {
 }
 
 // ReplicaChanged passes every replica event except an update that changed neither
-// content nor labels nor annotations (a resync, or a change of managedFields only).
-// Creates must pass: at start-up they are how orphans of deleted sources are found.
-func ReplicaChanged[T desired.Object](kind desired.Kind[T]) predicate.TypedPredicate[T] {
-	return predicate.TypedFuncs[T]{UpdateFunc: func(e event.TypedUpdateEvent[T]) bool {
-		return !desired.SameContent(kind.Content(e.ObjectOld), kind.Content(e.ObjectNew)) ||
-			!maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+// labels nor annotations nor the ownership that the replica cache keeps of its
+// managedFields (a resync, or a write of cmsync's that changed nothing it owns). The
+// replica cache holds metadata only: an edit of a replica's content by someone else
+// shows as that ownership changing (desired.ReducedManagedFields). Creates must pass:
+// at start-up they are how orphans of deleted sources are found.
+func ReplicaChanged() predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
+	return predicate.TypedFuncs[*metav1.PartialObjectMetadata]{UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
+		return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
 			!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
+			!equality.Semantic.DeepEqual(e.ObjectOld.GetManagedFields(), e.ObjectNew.GetManagedFields()) ||
 			!sameLifecycle(e.ObjectOld, e.ObjectNew)
 	}}
 }

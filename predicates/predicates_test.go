@@ -75,22 +75,51 @@ func TestSourceChanged(t *testing.T) {
 }
 
 func TestReplicaChanged(t *testing.T) {
-	changes := append(commonChanges(),
-		change{"status annotation on a replica", func(cm *corev1.ConfigMap) { cm.Annotations[v1alpha1.StatusAnnotation] = "x" }, true},
-	)
-	p := ReplicaChanged(desired.ConfigMapKind{})
-	for _, c := range changes {
-		t.Run(c.name, func(t *testing.T) {
-			old := configMap()
+	entry := func(manager, fields string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: metav1.NewFieldsV1(fields)}
+	}
+	replica := func() *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: "app", Namespace: "ns", UID: "u1", ResourceVersion: "1",
+			Labels:        map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue},
+			Annotations:   map[string]string{v1alpha1.SourceAnnotation: "src/app"},
+			ManagedFields: []metav1.ManagedFieldsEntry{entry(v1alpha1.FieldManager, `{"f:data":{"f:k":{}}}`)},
+		}}
+	}
+	tests := []struct {
+		name   string
+		mutate func(*metav1.PartialObjectMetadata)
+		want   bool
+	}{
+		{"resync, nothing changed", func(*metav1.PartialObjectMetadata) {}, false},
+		{"resourceVersion only", func(r *metav1.PartialObjectMetadata) { r.ResourceVersion = "2" }, false},
+		// The cache reduces managedFields to ownership: a content edit by someone else
+		// shows there.
+		{"ownership of content", func(r *metav1.PartialObjectMetadata) {
+			r.ManagedFields = append(r.ManagedFields, entry("(others)", `{"f:data":{}}`))
+		}, true},
+		{"a key left cmsync's ownership", func(r *metav1.PartialObjectMetadata) {
+			r.ManagedFields = []metav1.ManagedFieldsEntry{entry(v1alpha1.FieldManager, `{}`)}
+		}, true},
+		{"label", func(r *metav1.PartialObjectMetadata) { r.Labels["x"] = "y" }, true},
+		{"annotation", func(r *metav1.PartialObjectMetadata) { r.Annotations["x"] = "y" }, true},
+		{"status annotation on a replica", func(r *metav1.PartialObjectMetadata) { r.Annotations[v1alpha1.StatusAnnotation] = "x" }, true},
+		{"recreated", func(r *metav1.PartialObjectMetadata) { r.UID = "u2" }, true},
+		{"deletion started", func(r *metav1.PartialObjectMetadata) { now := metav1.Now(); r.DeletionTimestamp = &now }, true},
+	}
+	p := ReplicaChanged()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := replica()
 			updated := old.DeepCopy()
-			c.mutate(updated)
-			if got := p.Update(event.TypedUpdateEvent[*corev1.ConfigMap]{ObjectOld: old, ObjectNew: updated}); got != c.want {
-				t.Errorf("Update = %v, want %v", got, c.want)
+			tt.mutate(updated)
+			if got := p.Update(event.TypedUpdateEvent[*metav1.PartialObjectMetadata]{ObjectOld: old, ObjectNew: updated}); got != tt.want {
+				t.Errorf("Update = %v, want %v", got, tt.want)
 			}
 		})
 	}
-	if !p.Create(event.TypedCreateEvent[*corev1.ConfigMap]{Object: configMap()}) ||
-		!p.Delete(event.TypedDeleteEvent[*corev1.ConfigMap]{Object: configMap()}) {
+	if !p.Create(event.TypedCreateEvent[*metav1.PartialObjectMetadata]{Object: replica()}) ||
+		!p.Delete(event.TypedDeleteEvent[*metav1.PartialObjectMetadata]{Object: replica()}) {
 		t.Errorf("creates (orphans found at start-up) and deletes (replicas to restore) must pass")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -23,7 +25,7 @@ import (
 type Engine[T desired.Object] struct {
 	kind      desired.Kind[T]
 	client    client.Client
-	replicas  ReplicaReader[T]
+	replicas  ReplicaReader
 	apiReader client.Reader
 	workers   int
 
@@ -34,20 +36,21 @@ type Engine[T desired.Object] struct {
 	blocked sync.Map
 }
 
-// ReplicaReader is what the engine reads of the replica cache (replicacache.Cache).
-type ReplicaReader[T desired.Object] interface {
+// ReplicaReader is what the engine reads of the replica cache (replicacache.Cache):
+// replicas' metadata.
+type ReplicaReader interface {
 	// OwnedBy returns the cached replicas of the owner with this key.
-	OwnedBy(ownerKey string) ([]T, error)
+	OwnedBy(ownerKey string) ([]*metav1.PartialObjectMetadata, error)
 	// Get reads one cached replica.
 	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
-	// Compact puts an object read from the API server into the cache's form.
-	Compact(obj T) T
+	// Compact puts a replica's metadata read from the API server into the cache's form.
+	Compact(obj *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata
 }
 
 // NewEngine returns the engine of kind: it writes with c, reads replicas from
 // replicas, reads objects outside the caches with apiReader, and makes at most workers
 // writes of one pass in parallel.
-func NewEngine[T desired.Object](kind desired.Kind[T], c client.Client, replicas ReplicaReader[T], apiReader client.Reader, workers int) *Engine[T] {
+func NewEngine[T desired.Object](kind desired.Kind[T], c client.Client, replicas ReplicaReader, apiReader client.Reader, workers int) *Engine[T] {
 	return &Engine[T]{kind: kind, client: c, replicas: replicas, apiReader: apiReader, workers: max(1, workers)}
 }
 
@@ -60,7 +63,7 @@ func (e errNotOurs) Error() string { return e.holder }
 // SyncTargets makes the replica in each target namespace equal to the plan's, given
 // the replicas that exist (by namespace, in the cache's form), and returns one result
 // per target, in target order.
-func (e *Engine[T]) SyncTargets(ctx context.Context, owner desired.Owner, plan Plan[T], existing map[string]T) []desired.Result {
+func (e *Engine[T]) SyncTargets(ctx context.Context, owner desired.Owner, plan Plan[T], existing map[string]*metav1.PartialObjectMetadata) []desired.Result {
 	results := make([]desired.Result, len(plan.Targets))
 	workqueue.ParallelizeUntil(ctx, e.workers, len(plan.Targets), func(i int) {
 		ns := plan.Targets[i]
@@ -74,12 +77,12 @@ func (e *Engine[T]) SyncTargets(ctx context.Context, owner desired.Owner, plan P
 // deleteReplicas deletes the given replicas and returns how many it deleted. Each
 // delete is conditional on the UID seen, so an object that replaced a replica in the
 // meantime is never deleted.
-func (e *Engine[T]) deleteReplicas(ctx context.Context, doomed []T) (int, error) {
+func (e *Engine[T]) deleteReplicas(ctx context.Context, doomed []*metav1.PartialObjectMetadata) (int, error) {
 	errs := make([]error, len(doomed))
 	var deleted atomic.Int64
 	workqueue.ParallelizeUntil(ctx, e.workers, len(doomed), func(i int) {
 		obj := doomed[i]
-		err := e.client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())})
+		err := e.client.Delete(ctx, e.objectAt(obj), client.Preconditions{UID: ptr.To(obj.GetUID())})
 		switch {
 		case err == nil:
 			deleted.Add(1)
@@ -93,7 +96,12 @@ func (e *Engine[T]) deleteReplicas(ctx context.Context, doomed []T) (int, error)
 }
 
 // syncReplica brings one namespace in line. actual is the cached replica, if found.
-func (e *Engine[T]) syncReplica(ctx context.Context, owner desired.Owner, want desired.Template[T], ns string, actual T, found bool) (desired.Outcome, error) {
+// Its metadata tells most of the time whether and how it differs; when it cannot (an
+// edit of its content by someone else, or a change of content the replica's immutable
+// flag or type may refuse), the whole replica is read.
+func (e *Engine[T]) syncReplica(ctx context.Context, owner desired.Owner, want desired.Template[T], ns string,
+	actual *metav1.PartialObjectMetadata, found bool,
+) (desired.Outcome, error) {
 	if !found {
 		var outcome desired.Outcome
 		var err error
@@ -101,7 +109,14 @@ func (e *Engine[T]) syncReplica(ctx context.Context, owner desired.Owner, want d
 			return outcome, err
 		}
 	}
-	diff := want.Diff(actual)
+	diff, known := want.DiffMetadata(actual)
+	if !known {
+		whole, err := e.readReplica(ctx, owner, actual)
+		if err != nil {
+			return desired.Failed, err
+		}
+		diff, actual = want.Diff(whole), meta.AsPartialObjectMetadata(whole)
+	}
 	switch {
 	case diff.InSync():
 		return desired.InSync, nil
@@ -112,16 +127,31 @@ func (e *Engine[T]) syncReplica(ctx context.Context, owner desired.Owner, want d
 	}
 }
 
+// readReplica reads the whole replica whose metadata the cache holds. One that was
+// replaced since by an object that is not ours is a conflict, as at creation.
+func (e *Engine[T]) readReplica(ctx context.Context, owner desired.Owner, cached *metav1.PartialObjectMetadata) (T, error) {
+	whole := e.kind.New()
+	if err := e.apiReader.Get(ctx, client.ObjectKeyFromObject(cached), whole); err != nil {
+		return whole, fmt.Errorf("reading the replica: %w", err)
+	}
+	if !owner.Owns(whole) {
+		return whole, errNotOurs{holder: desired.DescribeHolder(e.kind.Name(), whole)}
+	}
+	return whole, nil
+}
+
 // createReplica creates a missing replica. It returns the existing object instead when
 // one of the same name turns out to be ours (the cache lagged), or Conflict when it is
 // not: the replica cache sees other owners' replicas, and only an unmanaged object
 // needs the API. The cache only holds replicas, so an absent entry may still hide an
 // unmanaged object: create, never apply, and look before deciding anything on
-// AlreadyExists.
-func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, replica T) (existing T, found bool, outcome desired.Outcome, err error) {
+// AlreadyExists. Looks read metadata only.
+func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, replica T) (
+	existing *metav1.PartialObjectMetadata, found bool, outcome desired.Outcome, err error,
+) {
 	key := client.ObjectKeyFromObject(replica)
 	blockedKey := owner.Key() + "|" + key.Namespace
-	existing = e.kind.New()
+	existing = desired.NewMetadata(e.kind)
 	err = e.replicas.Get(ctx, key, existing)
 	fromAPI := false
 	if apierrors.IsNotFound(err) {
@@ -162,7 +192,7 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 // the manager of the fields they change, which is what Template.Diff reads back to
 // find stale keys. A server-side apply of the same object costs the API server about
 // twice the CPU (make bench).
-func (e *Engine[T]) update(ctx context.Context, want desired.Template[T], actual T, diff desired.Diff) error {
+func (e *Engine[T]) update(ctx context.Context, want desired.Template[T], actual *metav1.PartialObjectMetadata, diff desired.Diff) error {
 	err := e.client.Update(ctx, want.Replacement(actual, diff), client.FieldOwner(v1alpha1.FieldManager))
 	if !apierrors.IsConflict(err) {
 		return err
@@ -174,16 +204,13 @@ func (e *Engine[T]) update(ctx context.Context, want desired.Template[T], actual
 	if err != nil {
 		return err
 	}
-	target := e.kind.New()
-	target.SetNamespace(actual.GetNamespace())
-	target.SetName(actual.GetName())
-	return e.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+	return e.client.Patch(ctx, e.objectAt(actual), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
 }
 
 // recreate replaces a replica whose content cannot change in place (an immutable one,
 // or one of another type): delete it and create it anew.
-func (e *Engine[T]) recreate(ctx context.Context, replica, actual T) (desired.Outcome, error) {
-	err := e.client.Delete(ctx, actual, client.Preconditions{UID: ptr.To(actual.GetUID()), ResourceVersion: ptr.To(actual.GetResourceVersion())})
+func (e *Engine[T]) recreate(ctx context.Context, replica T, actual *metav1.PartialObjectMetadata) (desired.Outcome, error) {
+	err := e.client.Delete(ctx, e.objectAt(actual), client.Preconditions{UID: ptr.To(actual.GetUID()), ResourceVersion: ptr.To(actual.GetResourceVersion())})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return desired.Failed, fmt.Errorf("deleting the replica to replace it: %w", err)
 	}
@@ -191,4 +218,13 @@ func (e *Engine[T]) recreate(ctx context.Context, replica, actual T) (desired.Ou
 		return desired.Failed, fmt.Errorf("creating the replacement of the replica: %w", err)
 	}
 	return desired.Recreated, nil
+}
+
+// objectAt is an empty object of the kind where obj is: what a delete or patch of obj
+// sends, whatever form obj was read in.
+func (e *Engine[T]) objectAt(obj metav1.Object) T {
+	at := e.kind.New()
+	at.SetNamespace(obj.GetNamespace())
+	at.SetName(obj.GetName())
+	return at
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -56,7 +57,7 @@ func (e *Engine[T]) countIn(owner desired.Owner, name string, targets []string) 
 }
 
 // ownedBy returns every replica of owner in the replica cache, whatever its name.
-func (e *Engine[T]) ownedBy(owner desired.Owner) ([]T, error) {
+func (e *Engine[T]) ownedBy(owner desired.Owner) ([]*metav1.PartialObjectMetadata, error) {
 	owned, err := e.replicas.OwnedBy(owner.Key())
 	if err != nil {
 		return nil, fmt.Errorf("listing replicas of %s: %w", owner.Source, err)
@@ -66,10 +67,11 @@ func (e *Engine[T]) ownedBy(owner desired.Owner) ([]T, error) {
 
 // splitOwned separates the owner's replicas that are current (named name, in a target
 // namespace), by namespace, from those it does not want.
-func splitOwned[T desired.Object](owned []T, owner desired.Owner, name string, targets []string) (map[string]T, []T) {
+func splitOwned(owned []*metav1.PartialObjectMetadata, owner desired.Owner, name string, targets []string) (
+	current map[string]*metav1.PartialObjectMetadata, unwanted []*metav1.PartialObjectMetadata,
+) {
 	targetSet := sets.New(targets...)
-	current := make(map[string]T, len(owned))
-	var unwanted []T
+	current = make(map[string]*metav1.PartialObjectMetadata, len(owned))
 	for _, obj := range owned {
 		if obj.GetName() == name && targetSet.Has(obj.GetNamespace()) && owner.Owns(obj) {
 			current[obj.GetNamespace()] = obj

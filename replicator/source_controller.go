@@ -207,7 +207,7 @@ func isActiveSource(obj metav1.Object) bool {
 
 // findSourceOfReplica maps a replica of the annotation form to the source its
 // annotation names.
-func (r *sourceReconciler[T]) findSourceOfReplica(_ context.Context, replica T) []reconcile.Request {
+func (r *sourceReconciler[T]) findSourceOfReplica(_ context.Context, replica *metav1.PartialObjectMetadata) []reconcile.Request {
 	key, ok := desired.SourceKeyOf(replica)
 	if !ok || !desired.AnnotationOwner(r.kind.Name(), key).Owns(replica) {
 		return nil
@@ -247,8 +247,8 @@ func (r *sourceReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas cache.
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
 		For(r.kind.New(), builder.WithPredicates(predicates.SourceChanged(r.kind))).
-		WatchesRawSource(source.Kind(replicas, r.kind.New(),
-			handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica), predicates.ReplicaChanged(r.kind))).
+		WatchesRawSource(source.Kind(replicas, desired.NewMetadata(r.kind),
+			handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica), predicates.ReplicaChanged())).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSourcesForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(former, &handler.EnqueueRequestForObject{})).

@@ -276,7 +276,7 @@ func (r *syncReconciler) findSyncs(ctx context.Context, match func(*v1alpha1.Con
 }
 
 // findSyncOfReplica maps a replica to the ConfigMapSync owning it.
-func findSyncOfReplica(_ context.Context, cm *corev1.ConfigMap) []reconcile.Request {
+func findSyncOfReplica(_ context.Context, cm *metav1.PartialObjectMetadata) []reconcile.Request {
 	if name, ok := desired.SyncNameOf(cm); ok {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 	}
@@ -289,8 +289,8 @@ func (r *syncReconciler) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configmapsync").
 		For(&v1alpha1.ConfigMapSync{}, builder.WithPredicates(predicates.SyncChanged())).
-		WatchesRawSource(source.Kind(replicas, &corev1.ConfigMap{},
-			handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica), predicates.ReplicaChanged(r.engine.kind))).
+		WatchesRawSource(source.Kind(replicas, desired.NewMetadata(r.engine.kind),
+			handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica), predicates.ReplicaChanged())).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSyncsForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(r.sources.Events(), handler.EnqueueRequestsFromMapFunc(r.findSyncsForSource))).

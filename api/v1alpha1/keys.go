@@ -69,6 +69,13 @@ const (
 	// source's name is longer than a label value may be (63 characters).
 	SourceIDLabel = Prefix + "source-id"
 
+	// ContentHashLabel holds a fixed-length hash of the content cmsync wrote into a
+	// replica (its data, binaryData, type and immutable flag). With the ownership that
+	// managedFields record, it tells whether a replica is in sync from its metadata
+	// alone, so cmsync watches replicas' metadata, not their content. A label, not an
+	// annotation: replicas carry cmsync's annotation keys only as SPEC.md lists them.
+	ContentHashLabel = Prefix + "content-hash"
+
 	// LastAppliedAnnotation is kubectl's client-side apply record; it describes the
 	// source, not the replica, so it is never copied.
 	LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"

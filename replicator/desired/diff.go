@@ -1,15 +1,13 @@
 package desired
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
-	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
@@ -34,23 +32,50 @@ func (d Diff) InSync() bool {
 	return !d.Content && !d.Metadata && len(d.StaleLabels)+len(d.StaleAnnotations)+len(d.StaleText)+len(d.StaleBinary) == 0
 }
 
-// Diff compares the desired replica with have, an existing replica in the form the
-// replica cache holds (its content fingerprinted by the kind, its managedFields those
-// of the field manager cmsync), which says which labels and annotations cmsync wrote.
+// Diff compares the desired replica with have, a whole replica read from the API
+// server. Its managedFields say which labels and annotations cmsync wrote.
 func (t Template[T]) Diff(have T) Diff {
 	actual := t.kind.Content(have)
-	want := t.fingerprint
+	own := OwnershipOf(t.kind, have)
+	d := t.metadataDiff(have, own)
+	d.Content = !SameContent(t.content, actual)
+	d.Recreate = d.Content && isTrue(actual.Immutable) || t.content.Type != actual.Type
+	d.StaleText = missingFrom(t.content.Text, sets.KeySet(actual.Text))
+	d.StaleBinary = missingFrom(t.content.Binary, sets.KeySet(actual.Binary))
+	return d
+}
+
+// DiffMetadata compares the desired replica with have, a replica's metadata, and says
+// whether the metadata could tell. It can when nobody but cmsync wrote the replica's
+// content and cmsync owns its content-hash label: then the replica's content keys are
+// the ones cmsync owns, and its content is the one the label hashes. It cannot tell
+// how the content differs when the replica's immutable flag or type may stand in the
+// way of an update in place, which only the whole replica shows.
+func (t Template[T]) DiffMetadata(have metav1.Object) (d Diff, known bool) {
+	own := OwnershipOf(t.kind, have)
+	if own.OthersWroteContent || !own.Labels.Has(v1alpha1.ContentHashLabel) {
+		return Diff{}, false
+	}
+	d = t.metadataDiff(have, own)
+	d.Content = have.GetLabels()[v1alpha1.ContentHashLabel] != t.contentHash ||
+		!own.Text.Equal(sets.KeySet(t.content.Text)) || !own.Binary.Equal(sets.KeySet(t.content.Binary)) ||
+		own.Immutable != (t.content.Immutable != nil) || own.Type != (t.content.Type != "")
+	if d.Content && (own.Immutable || own.Type) {
+		return Diff{}, false
+	}
+	d.StaleText = missingFrom(t.content.Text, own.Text)
+	d.StaleBinary = missingFrom(t.content.Binary, own.Binary)
+	return d, true
+}
+
+// metadataDiff is how have's labels and annotations differ from the desired ones.
+func (t Template[T]) metadataDiff(have metav1.Object, own Ownership) Diff {
 	var d Diff
-	d.Content = !SameContent(want, actual)
-	d.Recreate = d.Content && isTrue(actual.Immutable) || want.Type != actual.Type
 	d.Metadata = !containsAll(have.GetLabels(), t.labels) || !containsAll(have.GetAnnotations(), t.annotations)
-	ownedLabels, ownedAnnotations := MetadataKeysManagedBy(have, v1alpha1.FieldManager)
-	d.StaleLabels = missingFrom(t.labels, ownedLabels)
+	d.StaleLabels = missingFrom(t.labels, own.Labels)
 	// Status annotations are cmsync's only on a replica someone labelled as a source
 	// (and that was refused); they report on that refusal and are not stale.
-	d.StaleAnnotations = slices.DeleteFunc(missingFrom(t.annotations, ownedAnnotations), v1alpha1.IsStatusAnnotation)
-	d.StaleText = missingFrom(want.Text, sets.KeySet(actual.Text))
-	d.StaleBinary = missingFrom(want.Binary, sets.KeySet(actual.Binary))
+	d.StaleAnnotations = slices.DeleteFunc(missingFrom(t.annotations, own.Annotations), v1alpha1.IsStatusAnnotation)
 	return d
 }
 
@@ -76,100 +101,18 @@ func missingFrom[V any](want map[string]V, keys sets.Set[string]) []string {
 	return missing
 }
 
-// MetadataKeysManagedBy returns the label and annotation keys that manager owns
-// according to obj's managedFields, under any operation. The sets may be shared with
-// other callers: read them, never modify them.
-func MetadataKeysManagedBy(obj Object, manager string) (labels, annotations sets.Set[string]) {
-	var raw []byte
-	entries := 0
-	for _, entry := range obj.GetManagedFields() {
-		if entry.Manager == manager && entry.FieldsV1 != nil {
-			raw = append(append(raw, entry.FieldsV1.GetRawBytes()...), 0)
-			entries++
-		}
-	}
-	if entries == 0 {
-		return sets.New[string](), sets.New[string]()
-	}
-	return managedKeys.of(raw)
-}
-
-// managedKeys remembers the keys parsed from the managedFields of the last replicas
-// seen: the replicas of one source carry the same, and parsing them (JSON into a
-// fieldpath.Set) on every cached event and every comparison was a fifth of cmsync's
-// allocations at 100,000 replicas (make bench-sweep). Bounded in entries and in the
-// bytes of its keys (a source with many data keys has long managedFields): when full,
-// it starts over.
-var managedKeys = &keysMemo{byRaw: map[string]metadataKeys{}}
-
-const (
-	keysMemoSize  = 4096
-	keysMemoBytes = 4 << 20
-)
-
-type keysMemo struct {
-	mu    sync.Mutex
-	byRaw map[string]metadataKeys
-	bytes int
-}
-
-type metadataKeys struct{ labels, annotations sets.Set[string] }
-
-// of returns the keys named by raw: the FieldsV1 of manager's entries, each followed
-// by a zero byte (which JSON never holds).
-func (m *keysMemo) of(raw []byte) (labels, annotations sets.Set[string]) {
-	m.mu.Lock()
-	keys, ok := m.byRaw[string(raw)]
-	m.mu.Unlock()
-	if ok {
-		return keys.labels, keys.annotations
-	}
-	keys = metadataKeys{sets.New[string](), sets.New[string]()}
-	for entry := range bytes.SplitSeq(raw[:len(raw)-1], []byte{0}) {
-		fields := &fieldpath.Set{}
-		if fields.FromJSON(bytes.NewReader(entry)) != nil {
-			continue
-		}
-		metadata := fields.WithPrefix(fieldpath.FieldNameElement("metadata"))
-		insertFieldNames(keys.labels, metadata.WithPrefix(fieldpath.FieldNameElement("labels")))
-		insertFieldNames(keys.annotations, metadata.WithPrefix(fieldpath.FieldNameElement("annotations")))
-	}
-	m.mu.Lock()
-	if len(m.byRaw) >= keysMemoSize || m.bytes+len(raw) > keysMemoBytes {
-		clear(m.byRaw)
-		m.bytes = 0
-	}
-	m.byRaw[string(raw)] = keys
-	m.bytes += len(raw)
-	m.mu.Unlock()
-	return keys.labels, keys.annotations
-}
-
-// insertFieldNames adds the names of the fields in set (a map's keys) to names.
-func insertFieldNames(names sets.Set[string], set *fieldpath.Set) {
-	for pe := range set.Members.All() {
-		if pe.FieldName != nil {
-			names.Insert(*pe.FieldName)
-		}
-	}
-	for pe := range set.Children.All() {
-		if pe.FieldName != nil {
-			names.Insert(*pe.FieldName)
-		}
-	}
-}
-
 // Replacement is the whole replica an update writes over have, the replica it was
 // compared with: have's metadata, with the labels and annotations others added to it,
 // plus the desired labels and annotations, minus the stale ones; the desired content;
 // and have's resourceVersion, so the write fails rather than overwrite a change it has
 // not seen. Its managedFields are left empty, which makes the API server keep the
 // recorded ones. It never modifies have (cached objects share their maps).
-func (t Template[T]) Replacement(have T, d Diff) T {
-	out := have.DeepCopyObject().(T)
-	out.SetManagedFields(nil)
-	out.SetLabels(mergedMetadata(have.GetLabels(), t.labels, d.StaleLabels))
-	out.SetAnnotations(mergedMetadata(have.GetAnnotations(), t.annotations, d.StaleAnnotations))
+func (t Template[T]) Replacement(have *metav1.PartialObjectMetadata, d Diff) T {
+	meta := *have.ObjectMeta.DeepCopy()
+	meta.ManagedFields = nil
+	meta.Labels = mergedMetadata(have.Labels, t.labels, d.StaleLabels)
+	meta.Annotations = mergedMetadata(have.Annotations, t.annotations, d.StaleAnnotations)
+	out := t.kind.WithMeta(meta)
 	t.kind.SetContent(out, t.contentCopy())
 	return out
 }

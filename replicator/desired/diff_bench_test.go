@@ -13,7 +13,7 @@ func BenchmarkDiff(b *testing.B) {
 	src := sampleSource()
 	src.Data["long"] = strings.Repeat("v", 1024)
 	template := NewTemplate(ConfigMapKind{}, src, Shape{}, settingsOwner)
-	cached := fingerprinted(template.In("team-a"))
+	cached := template.In("team-a")
 	cached.ManagedFields = managedFields(v1alpha1.FieldManager,
 		`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{},"f:cmsync.io/source-id":{},"f:team":{}},`+
 			`"f:annotations":{"f:cmsync.io/source":{},"f:note":{}}}}`)

@@ -28,8 +28,8 @@ type ObjectList interface {
 }
 
 // Content is what a replica copies from its source besides labels and annotations, in
-// one form for every kind, so that the replica's content is built, compared,
-// fingerprinted and patched by one piece of code. The maps are the object's own.
+// one form for every kind, so that the replica's content is built, compared, hashed
+// and patched by one piece of code. The maps are the object's own.
 type Content struct {
 	// Type is a Secret's type; empty for a ConfigMap.
 	Type string
@@ -42,8 +42,8 @@ type Content struct {
 }
 
 // Kind is what the code shared by every kind must know about one of them: how to read
-// and set its content, how its content is fingerprinted, and how its content fields are
-// named in a patch. Metadata (labels, annotations, markers, ownership) is the same for
+// and set its content, and how its content fields are named in a patch and in
+// managedFields. Metadata (labels, annotations, markers, ownership) is the same for
 // every kind and handled once.
 type Kind[T Object] interface {
 	// Name is the kind as the API names it ("ConfigMap").
@@ -56,10 +56,8 @@ type Kind[T Object] interface {
 	Content(obj T) Content
 	// SetContent sets obj's content to c; the maps are taken, not copied.
 	SetContent(obj T, c Content)
-	// Fingerprint returns c with each value that is not to be held in memory replaced
-	// by its fingerprint (see fingerprintValues). The replica cache keeps replicas in
-	// this form, and a desired replica is compared in it.
-	Fingerprint(c Content) Content
+	// WithMeta returns an object of the kind with this metadata and no content.
+	WithMeta(meta metav1.ObjectMeta) T
 	// PatchFields names the API fields of Content.Text and Content.Binary; empty when
 	// the kind has no such field.
 	PatchFields() (text, binary string)
@@ -72,10 +70,6 @@ type Kind[T Object] interface {
 
 // ConfigMapKind describes ConfigMaps: data, binaryData and immutable.
 type ConfigMapKind struct{}
-
-// longValue: ConfigMap values up to this length are held as they are; a fingerprint
-// would save nothing.
-const longValue = 64
 
 func (ConfigMapKind) Name() string                  { return "ConfigMap" }
 func (ConfigMapKind) New() *corev1.ConfigMap        { return &corev1.ConfigMap{} }
@@ -95,16 +89,8 @@ func (ConfigMapKind) SetContent(cm *corev1.ConfigMap, c Content) {
 	cm.Immutable, cm.Data, cm.BinaryData = c.Immutable, c.Text, c.Binary
 }
 
-// Fingerprint keeps short values and replaces long ones: replicas are copies of their
-// source, so holding their values again would make memory grow with the size of the
-// source times its targets.
-func (ConfigMapKind) Fingerprint(c Content) Content {
-	return Content{
-		Type:      c.Type,
-		Immutable: c.Immutable,
-		Text:      fingerprintValues(c.Text, longValue),
-		Binary:    fingerprintValues(c.Binary, longValue),
-	}
+func (ConfigMapKind) WithMeta(meta metav1.ObjectMeta) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: meta}
 }
 
 // SecretKind describes Secrets: type, data and immutable. A Secret's stringData is
@@ -177,10 +163,8 @@ func (SecretKind) SetContent(s *corev1.Secret, c Content) {
 	s.Type, s.Immutable, s.Data = corev1.SecretType(c.Type), c.Immutable, c.Binary
 }
 
-// Fingerprint replaces every value, short or long: the replica cache never holds a
-// Secret's value.
-func (SecretKind) Fingerprint(c Content) Content {
-	return Content{Type: c.Type, Immutable: c.Immutable, Binary: fingerprintValues(c.Binary, -1)}
+func (SecretKind) WithMeta(meta metav1.ObjectMeta) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: meta}
 }
 
 // SameContent reports whether two contents are equal, as a replica's must be to its
@@ -191,3 +175,12 @@ func SameContent(a, b Content) bool {
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+// NewMetadata returns an empty object of kind as metadata only: the form in which the
+// replica cache holds replicas and cmsync reads them when it needs no content. Every
+// kind cmsync replicates is in the core API group.
+func NewMetadata[T Object](kind Kind[T]) *metav1.PartialObjectMetadata {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind.Name()))
+	return obj
+}

@@ -24,8 +24,8 @@ type Template[T Object] struct {
 	annotations map[string]string
 	owner       *metav1.OwnerReference
 	content     Content
-	// fingerprint is content in the form the replica cache holds, for comparison.
-	fingerprint Content
+	// contentHash is the value of the replica's content-hash label.
+	contentHash string
 	// notice is what the status must say about the replicas' shape, or "".
 	notice string
 }
@@ -43,6 +43,8 @@ func NewTemplate[T Object](kind Kind[T], source T, shape Shape, owner Owner) Tem
 	annotations := copiedMetadata(source.GetAnnotations(), shape.Strip)
 	annotations[v1alpha1.SourceAnnotation] = key.String()
 	content, notice := shapedContent(kind, kind.Content(source), shape.Keys)
+	hash := contentHash(content)
+	labels[v1alpha1.ContentHashLabel] = hash
 	return Template[T]{
 		kind:        kind,
 		name:        shape.NameFor(source.GetName()),
@@ -50,7 +52,7 @@ func NewTemplate[T Object](kind Kind[T], source T, shape Shape, owner Owner) Tem
 		annotations: annotations,
 		owner:       owner.Sync,
 		content:     content,
-		fingerprint: kind.Fingerprint(content),
+		contentHash: hash,
 		notice:      notice,
 	}
 }

@@ -3,16 +3,19 @@ package desired
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
@@ -46,7 +49,10 @@ func TestDesiredReplica(t *testing.T) {
 		AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "settings"}),
 	).In("team-a")
 	key := types.NamespacedName{Namespace: "platform", Name: "settings"}
-	wantLabels := map[string]string{"team": "platform", v1alpha1.ManagedByLabel: "cmsync", v1alpha1.SourceIDLabel: sourceID(key)}
+	wantLabels := map[string]string{
+		"team": "platform", v1alpha1.ManagedByLabel: "cmsync", v1alpha1.SourceIDLabel: sourceID(key),
+		v1alpha1.ContentHashLabel: contentHash(ConfigMapKind{}.Content(src)),
+	}
 	wantAnnotations := map[string]string{"note": "n", v1alpha1.SourceAnnotation: "platform/settings"}
 	if got.Namespace != "team-a" || got.Name != "settings" {
 		t.Errorf("placed at %s/%s", got.Namespace, got.Name)
@@ -74,7 +80,7 @@ func TestDesiredReplica(t *testing.T) {
 		t.Errorf("the desired replica is claimed by another source")
 	}
 	all := NewTemplate(ConfigMapKind{}, src, Shape{Strip: []string{"*"}}, AnnotationOwner("ConfigMap", key)).In("team-a")
-	if len(all.Labels) != 2 || len(all.Annotations) != 1 {
+	if len(all.Labels) != 3 || len(all.Annotations) != 1 {
 		t.Errorf(`"*" should strip every copied key but keep the markers: %v %v`, all.Labels, all.Annotations)
 	}
 }
@@ -221,58 +227,121 @@ func TestOwnersNeverShareAReplica(t *testing.T) {
 // settingsOwner owns the replicas of sampleSource's annotations.
 var settingsOwner = AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "settings"})
 
-// fingerprinted is replica in the form the replica cache holds its content.
-func fingerprinted(replica *corev1.ConfigMap) *corev1.ConfigMap {
-	out := replica.DeepCopy()
-	kind := ConfigMapKind{}
-	kind.SetContent(out, kind.Fingerprint(kind.Content(out)))
-	return out
+// createdByCmsync gives obj the managedFields the API server records when cmsync
+// creates it: every label, annotation and content key it holds.
+func createdByCmsync(obj *corev1.ConfigMap) *corev1.ConfigMap {
+	keys := func(field string, names []string) string {
+		inner := make([]string, 0, len(names)+1)
+		inner = append(inner, `".":{}`)
+		for _, k := range names {
+			inner = append(inner, fmt.Sprintf("%q:{}", "f:"+k))
+		}
+		return fmt.Sprintf(`"f:%s":{%s}`, field, strings.Join(inner, ","))
+	}
+	fields := []string{
+		keys("data", slices.Sorted(maps.Keys(obj.Data))),
+		keys("binaryData", slices.Sorted(maps.Keys(obj.BinaryData))),
+		`"f:metadata":{` + keys("labels", slices.Sorted(maps.Keys(obj.Labels))) + "," +
+			keys("annotations", slices.Sorted(maps.Keys(obj.Annotations))) + "}",
+	}
+	if obj.Immutable != nil {
+		fields = append(fields, `"f:immutable":{}`)
+	}
+	obj.ManagedFields = managedFields(v1alpha1.FieldManager, "{"+strings.Join(fields, ",")+"}")
+	return obj
 }
 
-func TestDiffAgainstAFingerprintedCacheCopy(t *testing.T) {
+func TestDiffMetadataOfAReplicaOnlyCmsyncWrote(t *testing.T) {
 	src := sampleSource()
-	long := strings.Repeat("v", 10*longValue)
-	src.Data["long"] = long
-	src.BinaryData["long"] = []byte(long)
+	src.Immutable = nil
 	template := NewTemplate(ConfigMapKind{}, src, Shape{}, settingsOwner)
-	cached := fingerprinted(template.In("team-a"))
-	if cached.Data["long"] == long || cached.Data["k"] != "v" {
-		t.Fatalf("fingerprinting kept the long value or changed a short one: %q", cached.Data)
+	replica := createdByCmsync(template.In("team-a"))
+	if d, known := template.DiffMetadata(replica); !known || !d.InSync() {
+		t.Fatalf("the replica cmsync wrote: known %v, diff %+v", known, d)
 	}
-	if twice := fingerprinted(cached); !reflect.DeepEqual(twice, cached) {
-		t.Fatalf("fingerprinting is not idempotent") // informers may transform an object again
+
+	// The source changes: a value, and a key is dropped.
+	changed := src.DeepCopy()
+	changed.Data["k"] = "v2"
+	delete(changed.BinaryData, "b")
+	newTemplate := NewTemplate(ConfigMapKind{}, changed, Shape{}, settingsOwner)
+	d, known := newTemplate.DiffMetadata(replica)
+	if !known || !d.Content || d.Recreate || !slices.Equal(d.StaleBinary, []string{"b"}) || len(d.StaleText) != 0 {
+		t.Errorf("after a change of the source: known %v, diff %+v", known, d)
 	}
-	if d := template.Diff(cached); !d.InSync() {
-		t.Errorf("an equal replica differs from its fingerprinted copy: %+v", d)
-	}
-	edited := template.In("team-a")
-	edited.Data["long"] = long + "!"
-	if d := template.Diff(fingerprinted(edited)); !d.Content {
-		t.Errorf("an edited long value was not noticed through its fingerprint")
-	}
-	// Nobody can plant a value that passes for the fingerprint of the source's value
-	// without the process's key: a plain digest of it is a different value.
-	forged := template.In("team-a")
-	forged.Data["long"] = "sha256:" + strings.Repeat("0", 64)
-	if d := template.Diff(fingerprinted(forged)); !d.Content {
-		t.Errorf("a digest-shaped value passed for the source's value")
+
+	// Someone deletes a key: its field leaves every manager.
+	deleted := replica.DeepCopy()
+	delete(deleted.Data, "k")
+	createdByCmsync(deleted)
+	if d, known := template.DiffMetadata(deleted); !known || !d.Content {
+		t.Errorf("a deleted key: known %v, diff %+v", known, d)
 	}
 }
 
-func TestFingerprintValues(t *testing.T) {
-	long := strings.Repeat("x", 100)
-	got := fingerprintValues(map[string]string{"short": "v", "long": long}, longValue)
-	if got["short"] != "v" || got["long"] == long || !isFingerprint(got["long"]) {
-		t.Errorf("fingerprints: %v", got)
+func TestDiffMetadataCannotTellWhatOthersWrote(t *testing.T) {
+	template := NewTemplate(ConfigMapKind{}, sampleSource(), Shape{}, settingsOwner)
+	replica := createdByCmsync(template.In("team-a"))
+	tests := map[string]func(cm *corev1.ConfigMap){
+		"another manager wrote a value": func(cm *corev1.ConfigMap) {
+			cm.ManagedFields = append(cm.ManagedFields, managedFields("kubectl-edit", `{"f:data":{"f:k":{}}}`)...)
+		},
+		"another manager wrote the immutable flag": func(cm *corev1.ConfigMap) {
+			cm.ManagedFields = append(cm.ManagedFields, managedFields("kubectl-edit", `{"f:immutable":{}}`)...)
+		},
+		"another manager took the content-hash label": func(cm *corev1.ConfigMap) {
+			cm.ManagedFields = managedFields(v1alpha1.FieldManager, `{"f:data":{"f:k":{}},"f:binaryData":{"f:b":{}}}`)
+		},
+		"no managedFields": func(cm *corev1.ConfigMap) { cm.ManagedFields = nil },
 	}
-	if again := fingerprintValues(got, longValue); !reflect.DeepEqual(again, got) {
-		t.Errorf("fingerprinting twice changed %v into %v", got, again)
+	for name, edit := range tests {
+		t.Run(name, func(t *testing.T) {
+			cm := replica.DeepCopy()
+			edit(cm)
+			if d, known := template.DiffMetadata(cm); known {
+				t.Errorf("known, diff %+v", d)
+			}
+		})
 	}
-	if every := fingerprintValues(map[string][]byte{"s": []byte("v")}, -1); !isFingerprint(every["s"]) {
-		t.Errorf("longerThan -1 must fingerprint every value: %q", every["s"])
+
+	// An immutable replica whose content must change may have to be recreated: only the
+	// whole replica says.
+	immutable := sampleSource()
+	immutable.Immutable = ptr.To(true)
+	immutableTemplate := NewTemplate(ConfigMapKind{}, immutable, Shape{}, settingsOwner)
+	written := createdByCmsync(immutableTemplate.In("team-a"))
+	if d, known := immutableTemplate.DiffMetadata(written); !known || !d.InSync() {
+		t.Errorf("an immutable replica in sync: known %v, diff %+v", known, d)
 	}
-	if fingerprintValues[string](nil, 0) != nil {
-		t.Errorf("nil map must stay nil")
+	immutable.Data["k"] = "v2"
+	if d, known := NewTemplate(ConfigMapKind{}, immutable, Shape{}, settingsOwner).DiffMetadata(written); known {
+		t.Errorf("an immutable replica to change: known, diff %+v", d)
+	}
+}
+
+// The content hash tells every content apart, however its parts are cut.
+func TestContentHash(t *testing.T) {
+	contents := []Content{
+		{},
+		{Text: map[string]string{"a": "bc"}},
+		{Text: map[string]string{"ab": "c"}},
+		{Binary: map[string][]byte{"a": []byte("bc")}},
+		{Text: map[string]string{"a": "b", "c": "d"}},
+		{Text: map[string]string{"a": "b"}, Binary: map[string][]byte{"c": []byte("d")}},
+		{Immutable: ptr.To(false)},
+		{Immutable: ptr.To(true)},
+		{Type: "Opaque"},
+	}
+	seen := map[string]int{}
+	for i, c := range contents {
+		h := contentHash(c)
+		if j, ok := seen[h]; ok {
+			t.Errorf("contents %d and %d hash alike: %s", j, i, h)
+		}
+		seen[h] = i
+		if len(h) > 63 || h != contentHash(c) {
+			t.Errorf("hash %q is not a stable label value", h)
+		}
 	}
 }
 
@@ -286,15 +355,15 @@ func TestDiffReadsOwnershipFromManagedFields(t *testing.T) {
 	if d := template.Diff(actual); !slices.Equal(d.StaleLabels, []string{"old"}) {
 		t.Errorf("stale labels %v, want [old]", d.StaleLabels)
 	}
-	labels, annotations := MetadataKeysManagedBy(actual, v1alpha1.FieldManager)
-	if !labels.Equal(sets.New("old", "team")) || !annotations.Equal(sets.New("note")) {
-		t.Errorf("keys managed by cmsync: labels %v annotations %v", sets.List(labels), sets.List(annotations))
+	own := OwnershipOf(ConfigMapKind{}, actual)
+	if !own.Labels.Equal(sets.New("old", "team")) || !own.Annotations.Equal(sets.New("note")) || own.OthersWroteContent {
+		t.Errorf("ownership: labels %v annotations %v others %v", sets.List(own.Labels), sets.List(own.Annotations), own.OthersWroteContent)
 	}
 }
 
-// The keys parsed from managedFields are remembered by their raw form; the memo must
-// never answer for other fields, also once it has started over.
-func TestManagedKeysAreRememberedByTheirRawFields(t *testing.T) {
+// The ownership parsed from managedFields is remembered by their raw form; the memo
+// must never answer for other fields, also once it has started over.
+func TestOwnershipIsRememberedByTheRawFields(t *testing.T) {
 	withKeys := func(label string, entries ...string) *corev1.ConfigMap {
 		cm := &corev1.ConfigMap{}
 		for _, raw := range entries {
@@ -303,29 +372,33 @@ func TestManagedKeysAreRememberedByTheirRawFields(t *testing.T) {
 		cm.ManagedFields = append(cm.ManagedFields, managedFields("kubectl", `{"f:metadata":{"f:labels":{"f:`+label+`-theirs":{}}}}`)...)
 		return cm
 	}
-	for i := range keysMemoSize + 10 { // past the memo's size: it starts over
+	ownershipOf := func(obj *corev1.ConfigMap) (labels, annotations sets.Set[string]) {
+		own := OwnershipOf(ConfigMapKind{}, obj)
+		return own.Labels, own.Annotations
+	}
+	for i := range ownershipMemoSize + 10 { // past the memo's size: it starts over
 		label := fmt.Sprintf("l%d", i)
 		obj := withKeys(label, `{"f:metadata":{"f:labels":{"f:`+label+`":{}}}}`, `{"f:metadata":{"f:annotations":{"f:a":{}}}}`)
 		for range 2 { // parsed, then remembered
-			labels, annotations := MetadataKeysManagedBy(obj, v1alpha1.FieldManager)
+			labels, annotations := ownershipOf(obj)
 			if !labels.Equal(sets.New(label)) || !annotations.Equal(sets.New("a")) {
 				t.Fatalf("entry %d: labels %v annotations %v", i, sets.List(labels), sets.List(annotations))
 			}
 		}
 	}
 	// Long managedFields fill the memo by bytes before entries.
-	for i := range 3 * keysMemoBytes / (64 << 10) {
+	for i := range 3 * ownershipMemoBytes / (64 << 10) {
 		label := fmt.Sprintf("long%d", i)
 		data := strings.Repeat(`"f:kx":{},`, (64<<10)/10) + `"f:k":{}` // 64 KiB of a data key's fields
 		obj := withKeys(label, `{"f:data":{`+data+`},"f:metadata":{"f:labels":{"f:`+label+`":{}}}}`)
-		if labels, _ := MetadataKeysManagedBy(obj, v1alpha1.FieldManager); !labels.Equal(sets.New(label)) {
+		if labels, _ := ownershipOf(obj); !labels.Equal(sets.New(label)) {
 			t.Fatalf("long entry %d: labels %v", i, sets.List(labels))
 		}
 	}
-	if managedKeys.bytes > keysMemoBytes {
-		t.Errorf("the memo holds %d bytes of keys, more than %d", managedKeys.bytes, keysMemoBytes)
+	if ownerships.bytes > ownershipMemoBytes {
+		t.Errorf("the memo holds %d bytes of keys, more than %d", ownerships.bytes, ownershipMemoBytes)
 	}
-	if labels, annotations := MetadataKeysManagedBy(withKeys("x"), v1alpha1.FieldManager); labels.Len()+annotations.Len() != 0 {
+	if labels, annotations := ownershipOf(withKeys("x")); labels.Len()+annotations.Len() != 0 {
 		t.Errorf("no entry of cmsync: labels %v annotations %v", sets.List(labels), sets.List(annotations))
 	}
 }
@@ -344,7 +417,7 @@ func TestReplacementKeepsWhatIsNotCmsyncs(t *testing.T) {
 	before := actual.DeepCopy()
 	diff := template.Diff(actual)
 
-	got := template.Replacement(actual, diff)
+	got := template.Replacement(meta.AsPartialObjectMetadata(actual), diff)
 
 	if got.ResourceVersion != "42" || got.UID != "r1" || !slices.Equal(got.Finalizers, []string{"example.com/hold"}) {
 		t.Errorf("identity and finalizers: got uid %q rv %q finalizers %v", got.UID, got.ResourceVersion, got.Finalizers)

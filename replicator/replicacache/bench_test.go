@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
@@ -16,14 +18,15 @@ import (
 // The cost of the replica cache per replica, apart from the API server (make bench
 // measures the whole process): go test -run x -bench . ./replicator/replicacache/
 
-// encodedReplica is a replica of source as the API server sends it.
+// encodedReplica is a replica of source as the API server sends it to the replica
+// cache's watch: metadata only.
 func encodedReplica(b *testing.B, source *corev1.ConfigMap) []byte {
 	b.Helper()
 	owner := desired.AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: source.Namespace, Name: source.Name})
 	replica := desired.NewTemplate(desired.ConfigMapKind{}, source, desired.Shape{}, owner).In("team-x")
 	managedByCmsync(replica)
 	replica.UID, replica.ResourceVersion = uuid.NewUUID(), "12345678"
-	raw, err := json.Marshal(replica)
+	raw, err := json.Marshal(meta.AsPartialObjectMetadata(replica))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -33,9 +36,9 @@ func encodedReplica(b *testing.B, source *corev1.ConfigMap) []byte {
 // BenchmarkTransform is the work of one replica event: compacting and sharing.
 func BenchmarkTransform(b *testing.B) {
 	raw := encodedReplica(b, sampleSource())
-	objs := make([]*corev1.ConfigMap, b.N)
+	objs := make([]*metav1.PartialObjectMetadata, b.N)
 	for i := range objs {
-		objs[i] = &corev1.ConfigMap{}
+		objs[i] = &metav1.PartialObjectMetadata{}
 		if err := json.Unmarshal(raw, objs[i]); err != nil {
 			b.Fatal(err)
 		}
@@ -67,7 +70,7 @@ func BenchmarkHeldBytesPerReplica(b *testing.B) {
 		before := liveHeap()
 		for s := range sources {
 			for n := range namespaces {
-				cm := &corev1.ConfigMap{}
+				cm := &metav1.PartialObjectMetadata{}
 				if err := json.Unmarshal(raws[s], cm); err != nil {
 					b.Fatal(err)
 				}

@@ -1,6 +1,9 @@
-// Package replicacache is the replica cache: for one kind, the objects carrying
-// cmsync's managed-by label, held in a compact form (compact.go) and indexed by owner.
-// Memory grows with what cmsync wrote, not with the objects of the cluster.
+// Package replicacache is the replica cache: for one kind, the metadata of the objects
+// carrying cmsync's managed-by label, in a compact form (transform) and indexed by
+// owner. It holds no content: a replica's content-hash label and the ownership its
+// managedFields record tell whether it is in sync (desired.Template.DiffMetadata), so
+// neither the API server's watch nor the cache carries a replica's data. Memory grows
+// with what cmsync wrote, not with the objects of the cluster nor with their size.
 package replicacache
 
 import (
@@ -8,8 +11,10 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -54,14 +59,14 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 			// Reads never modify cached replicas (writes are built from the desired
 			// replica), so they can skip the deep copy that would otherwise copy every
 			// replica of a source on every pass.
-			kind.New(): {Label: selector(), Transform: transform(kind, sharer), UnsafeDisableDeepCopy: ptr.To(true)},
+			desired.NewMetadata(kind): {Label: selector(), Transform: transform(kind, sharer), UnsafeDisableDeepCopy: ptr.To(true)},
 		},
 		NewInformer: ownerIndexedInformer(kind),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s replica cache: %w", kind.Name(), err)
 	}
-	informer, err := replicas.GetInformer(ctx, kind.New())
+	informer, err := replicas.GetInformer(ctx, desired.NewMetadata(kind))
 	if err != nil {
 		return nil, fmt.Errorf("indexing the %s replica cache: %w", kind.Name(), err)
 	}
@@ -83,7 +88,7 @@ type newInformerFunc = func(toolscache.ListerWatcher, runtime.Object, time.Durat
 func ownerIndexedInformer[T desired.Object](kind desired.Kind[T]) newInformerFunc {
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, _ toolscache.Indexers) toolscache.SharedIndexInformer {
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, toolscache.Indexers{ownerIndex: func(obj any) ([]string, error) {
-			if replica, ok := obj.(T); ok {
+			if replica, ok := obj.(*metav1.PartialObjectMetadata); ok {
 				return []string{desired.OwnerKeyOf(kind.Name(), replica)}, nil
 			}
 			return nil, nil
@@ -92,24 +97,24 @@ func ownerIndexedInformer[T desired.Object](kind desired.Kind[T]) newInformerFun
 }
 
 // OwnedBy returns the cached replicas naming the owner with this key (Owner.Key).
-func (c *Cache[T]) OwnedBy(ownerKey string) ([]T, error) {
+func (c *Cache[T]) OwnedBy(ownerKey string) ([]*metav1.PartialObjectMetadata, error) {
 	objs, err := c.byOwner.ByIndex(ownerIndex, ownerKey)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]T, 0, len(objs))
+	out := make([]*metav1.PartialObjectMetadata, 0, len(objs))
 	for _, obj := range objs {
-		if replica, ok := obj.(T); ok {
+		if replica, ok := obj.(*metav1.PartialObjectMetadata); ok {
 			out = append(out, replica)
 		}
 	}
 	return out, nil
 }
 
-// Compact puts an object read from the API server into the form the cache holds, in
-// place, so it compares with a desired replica as a cached one does.
-func (c *Cache[T]) Compact(obj T) T {
-	compact(c.kind, obj)
+// Compact puts a replica's metadata read from the API server into the form the cache
+// holds, in place, so it compares with a desired replica as a cached one does.
+func (c *Cache[T]) Compact(obj *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	obj.SetManagedFields(desired.ReducedManagedFields(c.kind, obj))
 	return obj
 }
 
@@ -119,16 +124,21 @@ func selector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue})
 }
 
-// transform is what the cache keeps of a replica: its compact form, with maps shared
-// with the owner's other replicas.
+// transform is what the cache keeps of a replica: its metadata with the managedFields
+// reduced to the ownership cmsync reads (desired.ReducedManagedFields), its maps shared
+// with the owner's other replicas, its name and namespace interned. Running it twice on
+// an object changes nothing the second time: informers may transform an object more
+// than once.
 func transform[T desired.Object](kind desired.Kind[T], sharer *mapSharer) toolscache.TransformFunc {
 	return func(in any) (any, error) {
-		obj, ok := in.(T)
+		obj, ok := in.(*metav1.PartialObjectMetadata)
 		if !ok {
 			return in, nil
 		}
-		compact(kind, obj)
-		share(sharer, kind, obj)
+		obj.SetManagedFields(desired.ReducedManagedFields(kind, obj))
+		obj.SetName(unique.Make(obj.GetName()).Value())
+		obj.SetNamespace(unique.Make(obj.GetNamespace()).Value())
+		sharer.share(desired.OwnerKeyOf(kind.Name(), obj), obj)
 		return obj, nil
 	}
 }

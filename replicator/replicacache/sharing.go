@@ -4,19 +4,16 @@ import (
 	"maps"
 	"sync"
 	"time"
-	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // The replicas of one owner are copies of one source: in the replica cache their
-// labels, annotations, (fingerprinted) content and reduced managedFields are equal map
-// for map. mapSharer lets them share one instance of each, so the cache holds a
-// source's metadata and content once, not once per target namespace. It is safe
-// because the replica cache's objects are never modified after the transform (reads
-// skip the deep copy for the same reason).
+// labels and annotations are equal map for map. mapSharer lets them share one instance
+// of each, so the cache holds a source's metadata once, not once per target namespace.
+// (Their reduced managedFields are shared already: desired.ReducedManagedFields gives
+// equal ownerships one instance.) It is safe because the replica cache's objects are
+// never modified after the transform (reads skip the deep copy for the same reason).
 type mapSharer struct {
 	mu       sync.Mutex
 	byOwner  map[string]*sharedMaps
@@ -24,24 +21,15 @@ type mapSharer struct {
 	lastTidy time.Time
 }
 
-// sharedMaps are the current maps of one owner's replicas, with their encodings.
+// sharedMaps are the current maps of one owner's replicas.
 type sharedMaps struct {
-	labels, annotations, text sharedMap[string]
-	binary                    sharedMap[[]byte]
-	managedFields             sharedFields
-	used                      time.Time
+	labels, annotations sharedMap
+	used                time.Time
 }
 
 // sharedMap is the current instance of one map of an owner's replicas.
-type sharedMap[V string | []byte] struct {
-	m map[string]V
-}
-
-// sharedFields is the current instance of an owner's replicas' managedFields, in the
-// compact form: at most one entry (compact.go), told apart by its raw fields.
-type sharedFields struct {
-	raw     string
-	entries []metav1.ManagedFieldsEntry
+type sharedMap struct {
+	m map[string]string
 }
 
 // idleOwner: an owner whose replicas saw no event for this long loses its entry (its
@@ -50,13 +38,10 @@ const idleOwner = 10 * time.Minute
 
 func newMapSharer() *mapSharer { return &mapSharer{byOwner: map[string]*sharedMaps{}} }
 
-// share replaces obj's maps by the owner's equal ones, or makes obj's the owner's, and
-// interns its name and namespace (shared by the replicas of a source and of a
-// namespace).
-func share[T desired.Object](s *mapSharer, kind desired.Kind[T], obj T) {
-	obj.SetName(unique.Make(obj.GetName()).Value())
-	obj.SetNamespace(unique.Make(obj.GetNamespace()).Value())
-	owner := desired.OwnerKeyOf(kind.Name(), obj) + "\x00" + obj.GetName()
+// share replaces obj's maps by the equal ones of the owner's replicas named alike, or
+// makes obj's theirs.
+func (s *mapSharer) share(ownerKey string, obj *metav1.PartialObjectMetadata) {
+	owner := ownerKey + "\x00" + obj.GetName()
 	now := time.Now()
 
 	s.mu.Lock()
@@ -70,10 +55,6 @@ func share[T desired.Object](s *mapSharer, kind desired.Kind[T], obj T) {
 	shared.used = now
 	obj.SetLabels(shared.labels.adopt(obj.GetLabels()))
 	obj.SetAnnotations(shared.annotations.adopt(obj.GetAnnotations()))
-	obj.SetManagedFields(shared.managedFields.adopt(obj.GetManagedFields()))
-	c := kind.Content(obj)
-	c.Text, c.Binary = shared.text.adopt(c.Text), shared.binary.adopt(c.Binary)
-	kind.SetContent(obj, c)
 }
 
 func (s *mapSharer) tidy(now time.Time) {
@@ -90,27 +71,13 @@ func (s *mapSharer) tidy(now time.Time) {
 }
 
 // adopt returns the shared map when m equals it, else makes m the shared one.
-func (sm *sharedMap[V]) adopt(m map[string]V) map[string]V {
+func (sm *sharedMap) adopt(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
-	if sm.m != nil && maps.EqualFunc(m, sm.m, func(a, b V) bool { return string(a) == string(b) }) {
+	if sm.m != nil && maps.Equal(m, sm.m) {
 		return sm.m
 	}
 	sm.m = m
 	return m
-}
-
-// adopt returns the shared entries when entries (compacted: one entry at most) name
-// the same fields, else makes entries the shared ones.
-func (sf *sharedFields) adopt(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
-	if len(entries) != 1 || entries[0].FieldsV1 == nil {
-		return entries
-	}
-	raw := entries[0].FieldsV1.GetRawString()
-	if sf.entries != nil && sf.raw == raw {
-		return sf.entries
-	}
-	sf.raw, sf.entries = raw, entries
-	return entries
 }

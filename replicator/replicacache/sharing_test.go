@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -41,9 +42,9 @@ func managedByCmsync(cm *corev1.ConfigMap) {
 			Operation:  metav1.ManagedFieldsOperationUpdate,
 			Time:       ptrNow(),
 			FieldsType: "FieldsV1",
-			FieldsV1: metav1.NewFieldsV1(
-				`{"f:data":{".":{},"f:k":{},"f:long":{}},"f:metadata":{"f:labels":{".":{},"f:team":{}},"f:annotations":{"f:note":{}}}}`,
-			),
+			FieldsV1: metav1.NewFieldsV1(`{"f:binaryData":{".":{},"f:b":{}},"f:data":{".":{},"f:k":{},"f:long":{}},` +
+				`"f:metadata":{"f:labels":{".":{},"f:app.kubernetes.io/managed-by":{},"f:cmsync.io/content-hash":{},"f:cmsync.io/source-id":{},"f:team":{}},` +
+				`"f:annotations":{".":{},"f:cmsync.io/source":{},"f:note":{}}}}`),
 		},
 		{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
 			FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{"f:theirs":{}}}}`)},
@@ -52,51 +53,60 @@ func managedByCmsync(cm *corev1.ConfigMap) {
 
 func ptrNow() *metav1.Time { now := metav1.Now(); return &now }
 
+// metadataOf is a replica as the replica cache's watch delivers it: metadata only.
+func metadataOf(cm *corev1.ConfigMap) *metav1.PartialObjectMetadata {
+	return meta.AsPartialObjectMetadata(cm.DeepCopy())
+}
+
 func TestReplicasOfOneOwnerShareTheirMaps(t *testing.T) {
 	kind := desired.ConfigMapKind{}
 	transform := transform(kind, newMapSharer())
 	src := sampleSource()
 	template := desired.NewTemplate(kind, src, desired.Shape{}, owner)
-	compacted := func(ns string, edit func(*corev1.ConfigMap)) *corev1.ConfigMap {
+	compacted := func(ns string, edit func(*corev1.ConfigMap)) *metav1.PartialObjectMetadata {
 		cm := template.In(ns)
 		managedByCmsync(cm)
 		if edit != nil {
 			edit(cm)
 		}
-		out, err := transform(cm)
+		out, err := transform(metadataOf(cm))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return out.(*corev1.ConfigMap)
+		return out.(*metav1.PartialObjectMetadata)
 	}
 
 	a, b := compacted("team-a", nil), compacted("team-b", nil)
-	if !samePointer(a.Data, b.Data) || !samePointer(a.Labels, b.Labels) || !samePointer(a.Annotations, b.Annotations) ||
-		&a.ManagedFields[0] != &b.ManagedFields[0] {
+	if !samePointer(a.Labels, b.Labels) || !samePointer(a.Annotations, b.Annotations) || &a.ManagedFields[0] != &b.ManagedFields[0] {
 		t.Errorf("equal replicas of one owner do not share their maps")
 	}
-	if a.Namespace != "team-a" || b.Namespace != "team-b" || a.Data["k"] != "v" || a.Data["long"] == src.Data["long"] {
-		t.Errorf("sharing changed what the replicas hold: %+v / %+v", a.ObjectMeta, a.Data)
+	if a.Namespace != "team-a" || b.Namespace != "team-b" || a.Labels["team"] != "platform" {
+		t.Errorf("sharing changed what the replicas hold: %+v", a.ObjectMeta)
 	}
-	if d := template.Diff(b); !d.InSync() {
-		t.Errorf("a shared replica differs from the desired one: %+v", d)
+	if d, known := template.DiffMetadata(b); !known || !d.InSync() {
+		t.Errorf("a shared replica differs from the desired one: known %v, %+v", known, d)
 	}
 
-	// A replica that differs keeps its own content, and nothing of it leaks into the
-	// others; the diff still sees the difference.
-	tampered := compacted("team-c", func(cm *corev1.ConfigMap) { cm.Data["k"] = "tampered" })
-	if samePointer(tampered.Data, a.Data) || a.Data["k"] != "v" || tampered.Data["k"] != "tampered" {
-		t.Errorf("a different replica shares or spoils the others' data")
+	// A replica whose content someone else wrote says so, and nothing of it leaks into
+	// the others.
+	tampered := compacted("team-c", func(cm *corev1.ConfigMap) {
+		cm.ManagedFields = append(cm.ManagedFields, metav1.ManagedFieldsEntry{Manager: "kubectl-edit", FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:k":{}}}`)})
+	})
+	if &tampered.ManagedFields[0] == &a.ManagedFields[0] || len(a.ManagedFields) != 1 {
+		t.Errorf("a different replica shares or spoils the others' managedFields")
 	}
-	if d := template.Diff(tampered); !d.Content {
-		t.Errorf("the tampered replica was not noticed")
+	if d, known := template.DiffMetadata(tampered); known {
+		t.Errorf("a replica someone else wrote content into was taken as known: %+v", d)
 	}
 
 	// Another owner's replica never shares with this owner's.
-	other := desired.NewTemplate(kind, src, desired.Shape{}, desired.AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "other", Name: "settings"})).
-		In("team-a")
-	out, _ := transform(other)
-	if samePointer(out.(*corev1.ConfigMap).Data, a.Data) {
+	otherSource := sampleSource()
+	otherSource.Namespace = "other"
+	otherOwner := desired.AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "other", Name: "settings"})
+	other := desired.NewTemplate(kind, otherSource, desired.Shape{}, otherOwner).In("team-a")
+	out, _ := transform(metadataOf(other))
+	if samePointer(out.(*metav1.PartialObjectMetadata).Labels, a.Labels) {
 		t.Errorf("replicas of two owners share a map")
 	}
 
@@ -108,45 +118,36 @@ func TestReplicasOfOneOwnerShareTheirMaps(t *testing.T) {
 	}
 }
 
-func TestCompactKeepsOnlyCmsyncsMetadataKeys(t *testing.T) {
+func TestCompactKeepsOnlyOwnership(t *testing.T) {
 	kind := desired.ConfigMapKind{}
 	template := desired.NewTemplate(kind, sampleSource(), desired.Shape{}, owner)
 	replica := template.In("team-a")
 	managedByCmsync(replica)
 	replica.Labels["theirs"] = "1"
-	fullLabels, fullAnnotations := desired.MetadataKeysManagedBy(replica, v1alpha1.FieldManager)
+	full := desired.OwnershipOf(kind, replica)
 
-	compact(kind, replica)
-	if len(replica.ManagedFields) != 1 || replica.ManagedFields[0].Time != nil || strings.Contains(replica.ManagedFields[0].FieldsV1.GetRawString(), "f:data") {
-		t.Fatalf("managedFields not reduced to one timeless entry of metadata keys: %+v", replica.ManagedFields)
+	compact := metadataOf(replica)
+	compact.ManagedFields = desired.ReducedManagedFields(kind, compact)
+	if len(compact.ManagedFields) != 1 || compact.ManagedFields[0].Time != nil {
+		t.Fatalf("managedFields not reduced to one timeless entry of cmsync: %+v", compact.ManagedFields)
 	}
-	labels, annotations := desired.MetadataKeysManagedBy(replica, v1alpha1.FieldManager)
-	if !labels.Equal(fullLabels) || !annotations.Equal(fullAnnotations) {
-		t.Errorf("keys cmsync owns changed: %v %v, want %v %v", labels, annotations, fullLabels, fullAnnotations)
+	if got := desired.OwnershipOf(kind, compact); !reflect.DeepEqual(got, full) {
+		t.Errorf("ownership changed: %+v, want %+v", got, full)
 	}
-	if d := template.Diff(replica); !d.InSync() {
-		t.Errorf("a compacted replica differs from the desired one: %+v", d)
+	if d, known := template.DiffMetadata(compact); !known || !d.InSync() {
+		t.Errorf("a compacted replica differs from the desired one: known %v, %+v", known, d)
 	}
 }
 
 func TestOnlyEqualMapsAreShared(t *testing.T) {
-	var text sharedMap[string]
+	var labels sharedMap
 	first := map[string]string{"a": "1", "b": "2"}
-	text.adopt(first)
-	if got := text.adopt(map[string]string{"b": "2", "a": "1"}); !samePointer(got, first) {
+	labels.adopt(first)
+	if got := labels.adopt(map[string]string{"b": "2", "a": "1"}); !samePointer(got, first) {
 		t.Errorf("an equal map was not given the shared instance")
 	}
 	other := map[string]string{"a": "1", "b": "3"}
-	if got := text.adopt(other); !samePointer(got, other) || !samePointer(text.m, other) {
+	if got := labels.adopt(other); !samePointer(got, other) || !samePointer(labels.m, other) {
 		t.Errorf("a different map was given the shared instance, or did not become it")
-	}
-	var binary sharedMap[[]byte]
-	bin := map[string][]byte{"k": {1, 2}}
-	binary.adopt(bin)
-	if got := binary.adopt(map[string][]byte{"k": {1, 2}}); !samePointer(got, bin) {
-		t.Errorf("equal binary values were not shared")
-	}
-	if got := binary.adopt(map[string][]byte{"k": {1, 3}}); samePointer(got, bin) {
-		t.Errorf("different binary values were shared")
 	}
 }

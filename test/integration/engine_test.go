@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,7 +34,7 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 	sync := func(existing *corev1.ConfigMap) desired.Outcome {
 		t.Helper()
 		plan := replicator.Plan[*corev1.ConfigMap]{Targets: []string{target}, Template: desired.NewTemplate(kind, source, desired.Shape{}, owner)}
-		results := engine.SyncTargets(ctx, owner, plan, map[string]*corev1.ConfigMap{target: existing})
+		results := engine.SyncTargets(ctx, owner, plan, map[string]*metav1.PartialObjectMetadata{target: meta.AsPartialObjectMetadata(existing)})
 		if results[0].Err != nil {
 			t.Fatalf("sync: %v", results[0].Err)
 		}

@@ -1,0 +1,54 @@
+package desired
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"hash"
+	"slices"
+	"strconv"
+)
+
+// contentHash is the value of the content-hash label of a replica holding c: a
+// SHA-256 of every part of the content, each written with its length so that no two
+// contents write the same bytes, cut to 40 hex characters like the source-id label
+// (a label value holds at most 63). A Secret's hash sits only on its replica, where
+// whoever may read the label may read the value itself.
+func contentHash(c Content) string {
+	h := sha256.New()
+	field(h, c.Type)
+	immutable := ""
+	if c.Immutable != nil {
+		immutable = strconv.FormatBool(*c.Immutable)
+	}
+	field(h, immutable)
+	hashMap(h, "text", c.Text)
+	hashMap(h, "binary", c.Binary)
+	return hex.EncodeToString(h.Sum(nil))[:40]
+}
+
+func hashMap[V string | []byte](h hash.Hash, name string, m map[string]V) {
+	field(h, name)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	writeLength(h, len(keys))
+	for _, k := range keys {
+		field(h, k)
+		field(h, m[k])
+	}
+}
+
+// field writes v with its length before it. A hash.Hash never fails a write.
+func field[V string | []byte](h hash.Hash, v V) {
+	writeLength(h, len(v))
+	_, _ = h.Write([]byte(v))
+}
+
+func writeLength(h hash.Hash, n int) {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(n))
+	_, _ = h.Write(b[:])
+}
