@@ -215,7 +215,7 @@ func TestIdleAndRestartMakeNoWrites(t *testing.T) {
 	for range 10 {
 		targets = append(targets, newNamespace(t, "dst", map[string]string{"group": group}))
 	}
-	// A long value too: the replica cache keeps it as a digest, which must compare equal.
+	// A long value too: its content hash must compare equal after a restart.
 	data := map[string]string{"k": "v", "long": strings.Repeat("0123456789", 100)}
 	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}, data)
 	waitForReplicasIn(t, src, targets...)
