@@ -112,6 +112,9 @@ func (e *Engine[T]) syncReplica(ctx context.Context, owner desired.Owner, want d
 	diff, known := want.DiffMetadata(actual)
 	if !known {
 		whole, err := e.readReplica(ctx, owner, actual)
+		if notOurs := (errNotOurs{}); errors.As(err, &notOurs) {
+			return desired.Conflict, err
+		}
 		if err != nil {
 			return desired.Failed, err
 		}

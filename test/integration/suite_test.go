@@ -72,12 +72,38 @@ type controllerUnderTest struct {
 	writes atomic.Int64 // create, update, patch and delete requests it sent
 	// secretRequests counts its requests about Secrets, of any verb.
 	secretRequests atomic.Int64
-	mu             sync.Mutex
-	paths          []string // the last write requests, to explain a failure
-	cancel         context.CancelFunc
-	done           chan struct{}
+	// objectReads are the paths of its GETs of one ConfigMap or Secret: reads of a
+	// replica past the replica cache.
+	objectReads []string
+	mu          sync.Mutex
+	paths       []string // the last write requests, to explain a failure
+	cancel      context.CancelFunc
+	done        chan struct{}
 	// Metrics is the registry holding the controller's cmsync_* metrics.
 	Metrics *prometheus.Registry
+}
+
+// isObjectRead reports whether path names one ConfigMap or Secret (not a list or watch
+// of them).
+func isObjectRead(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	return len(parts) >= 2 && (parts[len(parts)-2] == "configmaps" || parts[len(parts)-2] == "secrets")
+}
+
+// ObjectReadsIn returns the GETs of one ConfigMap or Secret the controller has made in
+// these namespaces.
+func (c *controllerUnderTest) ObjectReadsIn(namespaces ...string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var reads []string
+	for _, path := range c.objectReads {
+		for _, ns := range namespaces {
+			if strings.Contains(path, "/namespaces/"+ns+"/") {
+				reads = append(reads, path)
+			}
+		}
+	}
+	return reads
 }
 
 // Writes returns how many write requests the controller has made.
@@ -123,6 +149,11 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if strings.Contains(req.URL.Path, "/secrets") {
 				c.secretRequests.Add(1)
+			}
+			if req.Method == http.MethodGet && isObjectRead(req.URL.Path) {
+				c.mu.Lock()
+				c.objectReads = append(c.objectReads, req.URL.Path)
+				c.mu.Unlock()
 			}
 			if req.Method != http.MethodGet {
 				c.writes.Add(1)
