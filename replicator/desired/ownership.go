@@ -2,7 +2,6 @@ package desired
 
 import (
 	"bytes"
-	"fmt"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +27,9 @@ type Ownership struct {
 	// OthersWroteContent: another manager owns a content field, so the metadata cannot
 	// tell what the content is.
 	OthersWroteContent bool
+	// reduced is this ownership as managedFields (ReducedManagedFields), built once
+	// with it.
+	reduced []metav1.ManagedFieldsEntry
 }
 
 // contentFields names a kind's content fields in managedFields.
@@ -93,6 +95,7 @@ func (m *ownershipMemo) of(raw []byte, fields contentFields, entries []metav1.Ma
 		return own
 	}
 	own = parseOwnership(fields, entries)
+	own.reduced = reducedEntries(own, fields)
 	m.mu.Lock()
 	if len(m.byRaw) >= ownershipMemoSize || m.bytes+len(raw) > ownershipMemoBytes {
 		clear(m.byRaw)
@@ -131,24 +134,24 @@ func parseOwnership(fields contentFields, entries []metav1.ManagedFieldsEntry) O
 	return own
 }
 
-// ownsContent reports whether set names a content field or anything inside one. The
-// loops never stop early: fieldpath's iterators do not support it (they panic).
+// ownsContent reports whether set names a content field or anything inside one.
 func ownsContent(set *fieldpath.Set, fields contentFields) bool {
-	owns := false
-	for pe := range set.Members.All() {
-		owns = owns || pe.FieldName != nil && fields.isContent(*pe.FieldName)
+	names := sets.New[string]()
+	insertFieldNames(names, set)
+	for name := range names {
+		if fields.isContent(name) {
+			return true
+		}
 	}
-	for pe := range set.Children.All() {
-		owns = owns || pe.FieldName != nil && fields.isContent(*pe.FieldName)
-	}
-	return owns
+	return false
 }
 
 func hasField(set *fieldpath.Set, name string) bool {
 	return set.Has(fieldpath.MakePathOrDie(name))
 }
 
-// insertFieldNames adds the names of the fields in set (a map's keys) to names.
+// insertFieldNames adds the names of the fields in set (a map's keys) to names. Its
+// loops never stop early: fieldpath's iterators panic when a loop body does.
 func insertFieldNames(names sets.Set[string], set *fieldpath.Set) {
 	for pe := range set.Members.All() {
 		if pe.FieldName != nil {
@@ -165,38 +168,19 @@ func insertFieldNames(names sets.Set[string], set *fieldpath.Set) {
 // ReducedManagedFields is obj's managedFields reduced to what OwnershipOf reads: one
 // entry of cmsync naming what it owns, and one standing for every other manager that
 // owns a content field. The replica cache keeps this form: a replica's events change it
-// only when ownership does, and the entries are shared by every replica with the same
-// ownership.
+// only when ownership does. The entries are built when the ownership is parsed and
+// remembered with it, so the replicas of one source share them, and the replica
+// cache's transform builds nothing per event.
 func ReducedManagedFields[T Object](kind Kind[T], obj metav1.Object) []metav1.ManagedFieldsEntry {
-	fields := contentFieldsOf(kind)
-	return reducedEntries.of(OwnershipOf(kind, obj), fields)
+	return OwnershipOf(kind, obj).reduced
 }
 
 // othersManager names the entry of ReducedManagedFields that stands for every manager
 // but cmsync.
 const othersManager = "(others)"
 
-// reducedEntries remembers the reduced entries of the last ownerships seen, by their
-// sorted keys: every replica of a source has the same, and building the entries (a
-// fieldpath.Set written as JSON) for each one was a tenth of a restart's CPU at 100,000
-// replicas (make bench-sweep). Bounded: when full, it starts over.
-var reducedEntries = &entriesMemo{byKeys: map[string][]metav1.ManagedFieldsEntry{}}
-
-const entriesMemoSize = 4096
-
-type entriesMemo struct {
-	mu     sync.Mutex
-	byKeys map[string][]metav1.ManagedFieldsEntry
-}
-
-func (m *entriesMemo) of(own Ownership, fields contentFields) []metav1.ManagedFieldsEntry {
-	key := fmt.Sprint(sets.List(own.Labels), sets.List(own.Annotations), sets.List(own.Text), sets.List(own.Binary),
-		own.Immutable, own.Type, own.OthersWroteContent, fields)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if entries, ok := m.byKeys[key]; ok {
-		return entries
-	}
+// reducedEntries writes own as managedFields entries.
+func reducedEntries(own Ownership, fields contentFields) []metav1.ManagedFieldsEntry {
 	var entries []metav1.ManagedFieldsEntry
 	if ours := ownedFieldSet(own, fields); !ours.Empty() {
 		entries = append(entries, entryOf(v1alpha1.FieldManager, ours))
@@ -206,10 +190,6 @@ func (m *entriesMemo) of(own Ownership, fields contentFields) []metav1.ManagedFi
 		// content unknown from metadata.
 		entries = append(entries, entryOf(othersManager, fieldpath.NewSet(fieldpath.MakePathOrDie(fields.binary))))
 	}
-	if len(m.byKeys) >= entriesMemoSize {
-		clear(m.byKeys)
-	}
-	m.byKeys[key] = entries
 	return entries
 }
 
