@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,7 +37,10 @@ func ManagerCacheOptions(o Options) cache.Options {
 	}
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: sources,
-		namespaceMetadata(): {Transform: stripNamespaceMetadata},
+		// Every pass lists every namespace; nothing modifies what it reads of them, so
+		// the list need not copy each namespace's metadata (100 sources' passes over
+		// 1,000 namespaces copied 100,000 at a start).
+		namespaceMetadata(): {Transform: stripNamespaceMetadata, UnsafeDisableDeepCopy: ptr.To(true)},
 	}
 	if o.Secrets {
 		byObject[&corev1.Secret{}] = sources

@@ -89,7 +89,7 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	door[T], *replicacache.Cache[T], error,
 ) {
 	replicas, err := replicacache.New(ctx, replicacache.Config{
-		REST: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		REST: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 	}, kind)
 	if err != nil {
 		return door[T]{}, nil, err

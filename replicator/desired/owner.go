@@ -112,10 +112,15 @@ func DescribeHolder(kind string, obj metav1.Object) string {
 }
 
 func syncReference(obj metav1.Object) *metav1.OwnerReference {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Kind == v1alpha1.ConfigMapSyncKind && ref.APIVersion == v1alpha1.GroupVersion.String() && ptr.Deref(ref.Controller, false) {
-			return &ref
+	// By index: a pointer to a range variable moves every iteration's copy to the heap,
+	// and this runs for every replica event (twice) and every comparison.
+	refs := obj.GetOwnerReferences()
+	for i := range refs {
+		if ref := &refs[i]; ref.Kind == v1alpha1.ConfigMapSyncKind && ref.APIVersion == syncAPIVersion && ptr.Deref(ref.Controller, false) {
+			return ref
 		}
 	}
 	return nil
 }
+
+var syncAPIVersion = v1alpha1.GroupVersion.String()

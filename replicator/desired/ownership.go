@@ -53,7 +53,10 @@ func OwnershipOf[T Object](kind Kind[T], obj metav1.Object) Ownership {
 		return emptyOwnership()
 	}
 	fields := contentFieldsOf(kind)
-	raw := []byte(fields.text + "\x00" + fields.binary + "\x00")
+	// The key is built on the stack when it fits (a replica's managedFields are a few
+	// hundred bytes): this runs for every cached event and every comparison.
+	var buf [1024]byte
+	raw := append(append(append(append(buf[:0], fields.text...), 0), fields.binary...), 0)
 	for _, entry := range entries {
 		if entry.FieldsV1 == nil {
 			continue
@@ -173,6 +176,22 @@ func insertFieldNames(names sets.Set[string], set *fieldpath.Set) {
 // cache's transform builds nothing per event.
 func ReducedManagedFields[T Object](kind Kind[T], obj metav1.Object) []metav1.ManagedFieldsEntry {
 	return OwnershipOf(kind, obj).reduced
+}
+
+// IsReduced reports whether entries are already in ReducedManagedFields' form: the API
+// server gives every entry it records a time, and the reduced entries have none. (Only
+// entries a client wrote by hand, every one without a time, pass for reduced; the
+// replica cache then keeps them as they came, which is correct, only not compact.)
+func IsReduced(entries []metav1.ManagedFieldsEntry) bool {
+	if len(entries) == 0 {
+		return false
+	}
+	for i := range entries {
+		if entries[i].Time != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // othersManager names the entry of ReducedManagedFields that stands for every manager

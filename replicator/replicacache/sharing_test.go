@@ -131,6 +131,9 @@ func TestCompactKeepsOnlyOwnership(t *testing.T) {
 	if len(compact.ManagedFields) != 1 || compact.ManagedFields[0].Time != nil {
 		t.Fatalf("managedFields not reduced to one timeless entry of cmsync: %+v", compact.ManagedFields)
 	}
+	if !desired.IsReduced(compact.ManagedFields) || desired.IsReduced(replica.ManagedFields) || desired.IsReduced(nil) {
+		t.Errorf("IsReduced does not tell reduced managedFields from the API server's (or from none)")
+	}
 	if got := desired.OwnershipOf(kind, compact); !reflect.DeepEqual(got, full) {
 		t.Errorf("ownership changed: %+v, want %+v", got, full)
 	}
