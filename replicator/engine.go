@@ -43,8 +43,6 @@ type ReplicaReader interface {
 	OwnedBy(ownerKey string) ([]*metav1.PartialObjectMetadata, error)
 	// Get reads one cached replica.
 	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
-	// Compact puts a replica's metadata read from the API server into the cache's form.
-	Compact(obj *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata
 }
 
 // NewEngine returns the engine of kind: it writes with c, reads replicas from
@@ -156,10 +154,9 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 	blockedKey := owner.Key() + "|" + key.Namespace
 	existing = desired.NewMetadata(e.kind)
 	err = e.replicas.Get(ctx, key, existing)
-	fromAPI := false
 	if apierrors.IsNotFound(err) {
 		if _, blocked := e.blocked.Load(blockedKey); blocked {
-			err, fromAPI = e.apiReader.Get(ctx, key, existing), true
+			err = e.apiReader.Get(ctx, key, existing)
 		}
 	}
 	if apierrors.IsNotFound(err) {
@@ -171,7 +168,7 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 		if !apierrors.IsAlreadyExists(err) {
 			return existing, false, desired.Failed, err
 		}
-		err, fromAPI = e.apiReader.Get(ctx, key, existing), true
+		err = e.apiReader.Get(ctx, key, existing)
 	}
 	if err != nil {
 		return existing, false, desired.Failed, err
@@ -181,9 +178,6 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 		return existing, false, desired.Conflict, errNotOurs{holder: desired.DescribeHolder(e.kind.Name(), existing)}
 	}
 	e.blocked.Delete(blockedKey)
-	if fromAPI {
-		existing = e.replicas.Compact(existing)
-	}
 	return existing, true, desired.InSync, nil
 }
 

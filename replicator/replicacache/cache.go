@@ -9,7 +9,6 @@ package replicacache
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 	"unique"
 
@@ -80,20 +79,6 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 	return &Cache[T]{Cache: replicas, kind: kind, byOwner: shared.GetIndexer()}, nil
 }
 
-// http1ClientFor is an HTTP client for cfg's API server that speaks HTTP/1.1 only. The
-// replica watch is the biggest stream cmsync reads (an event per replica at a start and
-// per replica written): over HTTP/2 the client answers every 4 KiB read with a
-// flow-control frame of its own, and the API server reads those frames and frames each
-// event, which cost cmsync a tenth of its CPU and the API server a fifth of its CPU for
-// the watch at a start with 100,000 replicas (make bench-sweep, with -profile). HTTP/1.1
-// streams the same events over TCP's own flow control. The watch holds one connection
-// of its own for it; every other request shares the manager's HTTP/2 connection.
-func http1ClientFor(cfg *rest.Config) (*http.Client, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.NextProtos = []string{"http/1.1"}
-	return rest.HTTPClientFor(cfg)
-}
-
 // newInformerFunc is the type of cache.Options.NewInformer.
 type newInformerFunc = func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
 
@@ -126,13 +111,6 @@ func (c *Cache[T]) OwnedBy(ownerKey string) ([]*metav1.PartialObjectMetadata, er
 		}
 	}
 	return out, nil
-}
-
-// Compact puts a replica's metadata read from the API server into the form the cache
-// holds, in place, so it compares with a desired replica as a cached one does.
-func (c *Cache[T]) Compact(obj *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
-	obj.SetManagedFields(desired.ReducedManagedFields(c.kind, obj))
-	return obj
 }
 
 // selector selects the objects cmsync wrote. It does not require the source-id label,
