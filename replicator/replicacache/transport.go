@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -47,7 +48,7 @@ type silentWatches struct {
 }
 
 func (s *silentWatches) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Query().Get("watch") != "true" {
+	if watch, _ := strconv.ParseBool(req.URL.Query().Get("watch")); !watch {
 		return s.next.RoundTrip(req)
 	}
 	ctx, cancel := context.WithCancel(req.Context())

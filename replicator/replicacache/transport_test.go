@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -15,7 +16,7 @@ func streamServer(t *testing.T, tick time.Duration) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "first\n")
 		w.(http.Flusher).Flush()
-		if r.URL.Query().Get("watch") != "true" {
+		if watch, _ := strconv.ParseBool(r.URL.Query().Get("watch")); !watch {
 			return
 		}
 		for {
@@ -61,7 +62,7 @@ func readAll(t *testing.T, body io.Reader, limit time.Duration) (string, error) 
 func TestASilentWatchIsClosed(t *testing.T) {
 	srv := streamServer(t, 0)
 	client := &http.Client{Transport: &silentWatches{next: http.DefaultTransport, after: 200 * time.Millisecond}}
-	resp, err := client.Get(srv.URL + "/api/v1/configmaps?watch=true")
+	resp, err := client.Get(srv.URL + "/api/v1/configmaps?watch=1")
 	if err != nil {
 		t.Fatal(err)
 	}
