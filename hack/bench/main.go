@@ -949,10 +949,13 @@ func (b *bench) cpuProfiles(ctx context.Context, p *process, name string) (wait 
 	}
 	save(name+"-cmsync.cpu.pprof", func() ([]byte, error) {
 		// cmsync serves /readyz before its metrics server listens, if only just.
-		resp, err := http.Get("http://" + p.metrics + "/debug/pprof/profile?seconds=3")
-		for tries := 0; err != nil && tries < 50; tries++ {
+		var resp *http.Response
+		var err error
+		for tries := 0; tries < 50; tries++ {
+			if resp, err = http.Get("http://" + p.metrics + "/debug/pprof/profile?seconds=3"); err == nil {
+				break
+			}
 			time.Sleep(20 * time.Millisecond)
-			resp, err = http.Get("http://" + p.metrics + "/debug/pprof/profile?seconds=3")
 		}
 		if err != nil {
 			return nil, err

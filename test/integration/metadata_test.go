@@ -113,11 +113,7 @@ func TestReplicaWithoutContentHashGetsOne(t *testing.T) {
 func TestSourceChangesReadNoReplica(t *testing.T) {
 	running := startController(t)
 	srcNS := newNamespace(t, "src", nil)
-	group := "reads" + randomSuffix()
-	targets := make([]string, 0, 5)
-	for range 5 {
-		targets = append(targets, newNamespace(t, "dst", map[string]string{"group": group}))
-	}
+	group, targets := newGroup(t, "reads", 5)
 	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}, map[string]string{"k": "v"})
 	waitForReplicasIn(t, src, targets...)
 	waitForSynced(t, src, "5/5")

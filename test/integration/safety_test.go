@@ -210,11 +210,7 @@ func TestNoChainsNoLoops(t *testing.T) {
 func TestIdleAndRestartMakeNoWrites(t *testing.T) {
 	running := startController(t)
 	srcNS := newNamespace(t, "src", nil)
-	group := "idle" + randomSuffix()
-	targets := make([]string, 0, 10)
-	for range 10 {
-		targets = append(targets, newNamespace(t, "dst", map[string]string{"group": group}))
-	}
+	group, targets := newGroup(t, "idle", 10)
 	// A long value too: its content hash must compare equal after a restart.
 	data := map[string]string{"k": "v", "long": strings.Repeat("0123456789", 100)}
 	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}, data)

@@ -224,6 +224,17 @@ func newNamespace(t *testing.T, prefix string, labels map[string]string) string 
 }
 
 // namespaceSet creates namespaces "<base>-<name>" for each name and returns base.
+// newGroup creates n namespaces labelled with a new group=<value> and returns the
+// value and the namespaces' names.
+func newGroup(t *testing.T, prefix string, n int) (group string, namespaces []string) {
+	t.Helper()
+	group = prefix + randomSuffix()
+	for range n {
+		namespaces = append(namespaces, newNamespace(t, "dst", map[string]string{"group": group}))
+	}
+	return group, namespaces
+}
+
 func namespaceSet(t *testing.T, names ...string) string {
 	t.Helper()
 	base := "t" + randomSuffix()
