@@ -193,7 +193,8 @@ func main() {
 		&c.profile,
 		"profile",
 		"",
-		"directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's fan-out and update",
+		"directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's fan-out and update "+
+			"(in a sweep: the first round's, LIMIT's and cmsync's, and each restart)",
 	)
 	flag.BoolVar(
 		&c.sweep,
@@ -338,16 +339,16 @@ func (b *bench) run() error {
 			b.c.workers,
 		)
 		limit := b.limit(ctx, 1, func(phase string) func() {
-			return b.cpuProfiles(ctx, proc, fmt.Sprintf("limit-%s-r%02d", phase, r))
+			return b.cpuProfiles(ctx, proc, fmt.Sprintf("limit-%s-r%02d", phase, r), phaseProfileSeconds)
 		})
 		b.res.LimitRounds = append(b.res.LimitRounds, limit.phases())
 		b.res.LimitBreakdown = append(b.res.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
 		name := fmt.Sprintf("app-r%02d", r)
 		var round windows
-		profiled := b.cpuProfiles(ctx, proc, fmt.Sprintf("fanout-r%02d", r))
+		profiled := b.cpuProfiles(ctx, proc, fmt.Sprintf("fanout-r%02d", r), phaseProfileSeconds)
 		round.create = b.fanOut(ctx, name, 1)
 		profiled()
-		profiled = b.cpuProfiles(ctx, proc, fmt.Sprintf("update-r%02d", r))
+		profiled = b.cpuProfiles(ctx, proc, fmt.Sprintf("update-r%02d", r), phaseProfileSeconds)
 		round.update = b.update(ctx, name, 1)
 		profiled()
 		if r < b.c.rounds-1 {
@@ -930,9 +931,13 @@ func (b *bench) heapProfile(p *process, name string) {
 	must(err)
 }
 
-// cpuProfiles starts 3-second CPU profiles of cmsync and of kube-apiserver, when
-// profiling was asked for, and returns a function that waits for them to be saved.
-func (b *bench) cpuProfiles(ctx context.Context, p *process, name string) (wait func()) {
+// phaseProfileSeconds is the length of a phase's CPU profiles in `make bench`: its
+// phases at 1,000 namespaces last a few seconds.
+const phaseProfileSeconds = 3
+
+// cpuProfiles starts CPU profiles of cmsync and of kube-apiserver lasting seconds,
+// when profiling was asked for, and returns a function that waits for them to be saved.
+func (b *bench) cpuProfiles(ctx context.Context, p *process, name string, seconds int) (wait func()) {
 	if b.c.profile == "" {
 		return func() {}
 	}
@@ -952,7 +957,7 @@ func (b *bench) cpuProfiles(ctx context.Context, p *process, name string) (wait 
 		var resp *http.Response
 		var err error
 		for tries := 0; tries < 50; tries++ {
-			if resp, err = http.Get("http://" + p.metrics + "/debug/pprof/profile?seconds=3"); err == nil {
+			if resp, err = http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.metrics, seconds)); err == nil {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -964,7 +969,7 @@ func (b *bench) cpuProfiles(ctx context.Context, p *process, name string) (wait 
 		return io.ReadAll(resp.Body)
 	})
 	save(name+"-apiserver.cpu.pprof", func() ([]byte, error) {
-		return b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "3").DoRaw(ctx)
+		return b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
 	})
 	time.Sleep(50 * time.Millisecond) // let both profiles start before the phase does
 	return wg.Wait

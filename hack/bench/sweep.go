@@ -172,6 +172,10 @@ const (
 // measurePoint runs the point's rounds: LIMIT's creates, updates and deletes, then
 // cmsync's fan-out, mass update and cleanup of the same writes. In the last round,
 // with every replica in place, it reads cmsync's memory and restarts it.
+// sweepProfileSeconds is the length of the sweep's CPU profiles of a phase: long
+// enough to sample a point's steady writing (at 100 sources a phase lasts minutes).
+const sweepProfileSeconds = 20
+
 func (b *bench) measurePoint(p *Point) {
 	ctx := context.Background()
 	step("creating %d namespaces", p.Namespaces)
@@ -185,23 +189,35 @@ func (b *bench) measurePoint(p *Point) {
 			time.Sleep(watchCacheHistory)
 		}
 	}
-	between := func(string) func() { return pause }
 	terminated := b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`)
 	defer func() {
 		p.TerminatedWatchers = b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`) - terminated
 	}()
 	proc := b.startCmsync()
+	// With -profile, the first round's creates and updates are profiled for
+	// sweepProfileSeconds, LIMIT's and cmsync's alike.
+	profiled := func(r int, phase string) func() {
+		if r > 0 {
+			return func() {}
+		}
+		return b.cpuProfiles(ctx, proc, fmt.Sprintf("sweep-n%d-s%d-z%d-%s", p.Namespaces, p.Sources, p.SizeBytes, phase), sweepProfileSeconds)
+	}
 	p.Rounds = b.c.roundsOf(*p)
 	for r := range p.Rounds {
 		step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, p.Rounds, p.Replicas)
-		limit := b.limit(ctx, p.Sources, between)
+		limit := b.limit(ctx, p.Sources, func(phase string) func() {
+			wait := profiled(r, "limit-"+phase)
+			return func() { wait(); pause() }
+		})
 		p.LimitRounds = append(p.LimitRounds, limit.phases())
 		p.LimitBreakdown = append(p.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
 		pause()
 
 		name := fmt.Sprintf("p-r%02d", r)
 		var round windows
+		wait := profiled(r, "fanout")
 		round.create = b.fanOut(ctx, name, p.Sources)
+		wait()
 		pause()
 		if r == p.Rounds-1 {
 			// Let the heap settle after the burst: at 100 sources cmsync still works
@@ -212,7 +228,9 @@ func (b *bench) measurePoint(p *Point) {
 			b.heapProfile(proc, fmt.Sprintf("sweep-n%d-s%d-z%d", p.Namespaces, p.Sources, p.SizeBytes))
 			proc, p.Restart = b.restartsVerified(proc, p.Replicas)
 		}
+		wait = profiled(r, "update")
 		round.update = b.update(ctx, name, p.Sources)
+		wait()
 		pause()
 		round.delete = b.cleanup(ctx, name, p.Sources)
 		pause()
@@ -325,7 +343,7 @@ func (b *bench) restartVerified(replicas int, env string) (*process, Restart) {
 	start := time.Now()
 	proc := b.startCmsyncWith(env)
 	res := Restart{ReadySeconds: time.Since(start).Seconds()}
-	profiled := b.cpuProfiles(context.Background(), proc, fmt.Sprintf("restart-%d", replicas))
+	profiled := b.cpuProfiles(context.Background(), proc, fmt.Sprintf("restart-%d", replicas), phaseProfileSeconds)
 	defer profiled()
 	for deadline := start.Add(10 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if syncedReplicas(proc) == replicas {
