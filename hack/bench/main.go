@@ -194,7 +194,7 @@ func main() {
 		"profile",
 		"",
 		"directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's fan-out and update "+
-			"(in a sweep: the first round's, LIMIT's and cmsync's, and each restart)",
+			"(in a sweep: every phase of the first round, LIMIT's and cmsync's, and each restart)",
 	)
 	flag.BoolVar(
 		&c.sweep,
@@ -520,12 +520,14 @@ func (b *bench) limit(ctx context.Context, perNamespace int, profile func(phase 
 		return parallel(b.c.workers, n, func(i int) error { return b.kind.update(ctx, object(i, "2")) })
 	})
 	wait()
+	wait = profile("delete")
 	p.delete = b.timed(func() error {
 		return parallel(b.c.workers, n, func(i int) error {
 			o := object(i, "")
 			return b.kind.delete(ctx, o.Namespace, o.Name)
 		})
 	})
+	wait()
 	return p
 }
 

@@ -194,7 +194,7 @@ func (b *bench) measurePoint(p *Point) {
 		p.TerminatedWatchers = b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`) - terminated
 	}()
 	proc := b.startCmsync()
-	// With -profile, the first round's creates and updates are profiled for
+	// With -profile, the first round's phases are profiled for
 	// sweepProfileSeconds, LIMIT's and cmsync's alike.
 	profiled := func(r int, phase string) func() {
 		if r > 0 {
@@ -211,7 +211,6 @@ func (b *bench) measurePoint(p *Point) {
 		})
 		p.LimitRounds = append(p.LimitRounds, limit.phases())
 		p.LimitBreakdown = append(p.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
-		pause()
 
 		name := fmt.Sprintf("p-r%02d", r)
 		var round windows
@@ -232,7 +231,9 @@ func (b *bench) measurePoint(p *Point) {
 		round.update = b.update(ctx, name, p.Sources)
 		wait()
 		pause()
+		wait = profiled(r, "cleanup")
 		round.delete = b.cleanup(ctx, name, p.Sources)
+		wait()
 		pause()
 		p.CmsyncRounds = append(p.CmsyncRounds, round.phases())
 		p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
