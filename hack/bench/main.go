@@ -193,8 +193,8 @@ func main() {
 		&c.profile,
 		"profile",
 		"",
-		"directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's fan-out and update "+
-			"(in a sweep: every phase of the first round, LIMIT's and cmsync's, and each restart)",
+		"directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's "+
+			"fan-out and update and LIMIT's phases (in a sweep: every phase of the first round, LIMIT's and cmsync's, and each restart)",
 	)
 	flag.BoolVar(
 		&c.sweep,

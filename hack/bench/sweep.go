@@ -169,13 +169,13 @@ const (
 	watchCacheHistory = 80 * time.Second
 )
 
-// measurePoint runs the point's rounds: LIMIT's creates, updates and deletes, then
-// cmsync's fan-out, mass update and cleanup of the same writes. In the last round,
-// with every replica in place, it reads cmsync's memory and restarts it.
 // sweepProfileSeconds is the length of the sweep's CPU profiles of a phase: long
 // enough to sample a point's steady writing (at 100 sources a phase lasts minutes).
 const sweepProfileSeconds = 20
 
+// measurePoint runs the point's rounds: LIMIT's creates, updates and deletes, then
+// cmsync's fan-out, mass update and cleanup of the same writes. In the last round,
+// with every replica in place, it reads cmsync's memory and restarts it.
 func (b *bench) measurePoint(p *Point) {
 	ctx := context.Background()
 	step("creating %d namespaces", p.Namespaces)
