@@ -194,7 +194,7 @@ func main() {
 		"profile",
 		"",
 		"directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's "+
-			"fan-out and update and LIMIT's phases (in a sweep: every phase of the first round, LIMIT's and cmsync's, and each restart)",
+			"phases, LIMIT's and cmsync's (in a sweep: of the first round only, 20 s each), and each restart",
 	)
 	flag.BoolVar(
 		&c.sweep,
@@ -351,9 +351,7 @@ func (b *bench) run() error {
 		profiled = b.cpuProfiles(ctx, proc, fmt.Sprintf("update-r%02d", r), phaseProfileSeconds)
 		round.update = b.update(ctx, name, 1)
 		profiled()
-		if r < b.c.rounds-1 {
-			round.delete = b.cleanup(ctx, name, 1)
-		} else {
+		if r == b.c.rounds-1 {
 			// The last round's source stays for IDLE and RESTART.
 			step("IDLE for %s", b.c.idle)
 			time.Sleep(5 * time.Second) // let the passes our own writes triggered finish
@@ -368,8 +366,10 @@ func (b *bench) run() error {
 			proc, b.res.Restart = b.restart()
 
 			step("CLEANUP")
-			round.delete = b.cleanup(ctx, name, 1)
 		}
+		profiled = b.cpuProfiles(ctx, proc, fmt.Sprintf("cleanup-r%02d", r), phaseProfileSeconds)
+		round.delete = b.cleanup(ctx, name, 1)
+		profiled()
 		b.res.CmsyncRounds = append(b.res.CmsyncRounds, round.phases())
 		b.res.CmsyncBreakdown = append(b.res.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
 	}
@@ -933,8 +933,8 @@ func (b *bench) heapProfile(p *process, name string) {
 	must(err)
 }
 
-// phaseProfileSeconds is the length of a phase's CPU profiles in `make bench`: its
-// phases at 1,000 namespaces last a few seconds.
+// phaseProfileSeconds is the length of the CPU profiles of a phase of `make bench`
+// and of a restart: at 1,000 namespaces they last a few seconds.
 const phaseProfileSeconds = 3
 
 // cpuProfiles starts CPU profiles of cmsync and of kube-apiserver lasting seconds,

@@ -202,11 +202,19 @@ func (b *bench) measurePoint(p *Point) {
 		}
 		return b.cpuProfiles(ctx, proc, fmt.Sprintf("sweep-n%d-s%d-z%d-%s", p.Namespaces, p.Sources, p.SizeBytes, phase), sweepProfileSeconds)
 	}
+	// phase runs one of cmsync's phases, profiled, then pauses as a big phase needs.
+	phase := func(r int, name string, run func() window) window {
+		wait := profiled(r, name)
+		w := run()
+		wait()
+		pause()
+		return w
+	}
 	p.Rounds = b.c.roundsOf(*p)
 	for r := range p.Rounds {
 		step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, p.Rounds, p.Replicas)
-		limit := b.limit(ctx, p.Sources, func(phase string) func() {
-			wait := profiled(r, "limit-"+phase)
+		limit := b.limit(ctx, p.Sources, func(name string) func() {
+			wait := profiled(r, "limit-"+name)
 			return func() { wait(); pause() }
 		})
 		p.LimitRounds = append(p.LimitRounds, limit.phases())
@@ -214,10 +222,7 @@ func (b *bench) measurePoint(p *Point) {
 
 		name := fmt.Sprintf("p-r%02d", r)
 		var round windows
-		wait := profiled(r, "fanout")
-		round.create = b.fanOut(ctx, name, p.Sources)
-		wait()
-		pause()
+		round.create = phase(r, "fanout", func() window { return b.fanOut(ctx, name, p.Sources) })
 		if r == p.Rounds-1 {
 			// Let the heap settle after the burst: at 100 sources cmsync still works
 			// through the fan-out's watch events for seconds after its last write,
@@ -227,14 +232,8 @@ func (b *bench) measurePoint(p *Point) {
 			b.heapProfile(proc, fmt.Sprintf("sweep-n%d-s%d-z%d", p.Namespaces, p.Sources, p.SizeBytes))
 			proc, p.Restart = b.restartsVerified(proc, p.Replicas)
 		}
-		wait = profiled(r, "update")
-		round.update = b.update(ctx, name, p.Sources)
-		wait()
-		pause()
-		wait = profiled(r, "cleanup")
-		round.delete = b.cleanup(ctx, name, p.Sources)
-		wait()
-		pause()
+		round.update = phase(r, "update", func() window { return b.update(ctx, name, p.Sources) })
+		round.delete = phase(r, "cleanup", func() window { return b.cleanup(ctx, name, p.Sources) })
 		p.CmsyncRounds = append(p.CmsyncRounds, round.phases())
 		p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
 	}

@@ -223,7 +223,6 @@ func newNamespace(t *testing.T, prefix string, labels map[string]string) string 
 	return ns.Name
 }
 
-// namespaceSet creates namespaces "<base>-<name>" for each name and returns base.
 // newGroup creates n namespaces labelled with a new group=<value> and returns the
 // value and the namespaces' names.
 func newGroup(t *testing.T, prefix string, n int) (group string, namespaces []string) {
@@ -235,6 +234,7 @@ func newGroup(t *testing.T, prefix string, n int) (group string, namespaces []st
 	return group, namespaces
 }
 
+// namespaceSet creates namespaces "<base>-<name>" for each name and returns base.
 func namespaceSet(t *testing.T, names ...string) string {
 	t.Helper()
 	base := "t" + randomSuffix()
