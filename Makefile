@@ -219,9 +219,9 @@ bench-sweep: build ## The curve: fan-out, mass update, cleanup and restart again
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep $(SWEEP_ARGS)
 
 .PHONY: bench-smoke
-bench-smoke: build ## A tiny sweep (20 namespaces, 2 sources, one round), so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
+bench-smoke: build ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first), so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep \
-	  -sweep-n 20 -sweep-s 2 -sweep-sizes 4Ki -sweep-base-n 20 -sweep-rounds 1 -idle 3s \
+	  -sweep-n 20 -sweep-s 2 -sweep-sizes 4Ki -sweep-base-n 20 -sweep-rounds 2 -idle 3s \
 	  -out $(BIN)/bench-smoke -plot-dir $(BIN)/bench-smoke/plots
 
 CHAOS_KILLS ?= 100

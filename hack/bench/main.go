@@ -497,7 +497,8 @@ func (b *bench) secretRounds(ctx context.Context) {
 // Each object is what cmsync's replica of a bench source is: the same data keys and
 // values, and as many labels and annotations of the same sizes (under keys of the
 // bench's own, which cmsync's caches never select), because the API server's cost of
-// a write grows with the fields it tracks; an update changes "v" as the sources' do.
+// a write grows with the fields it tracks; an update changes "v" as the sources' do,
+// and with it a 40-character label, as a replica's content-hash label changes.
 func (b *bench) limit(ctx context.Context, perNamespace int, profile func(phase string) (wait func())) windows {
 	var p windows
 	n := perNamespace * len(b.targets)
@@ -505,7 +506,10 @@ func (b *bench) limit(ctx context.Context, perNamespace int, profile func(phase 
 		name := fmt.Sprintf("limit-%03d", i/len(b.targets))
 		return object{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.targets[i%len(b.targets)],
-				Labels:      map[string]string{"bench.limit/managed-by": "cmsync", "bench.limit/source-id": strings.Repeat("0", 40)},
+				Labels: map[string]string{
+					"bench.limit/managed-by": "cmsync", "bench.limit/source-id": strings.Repeat("0", 40),
+					"bench.limit/content-hash": strings.Repeat(v, 40),
+				},
 				Annotations: map[string]string{"bench.limit/source": sourceNamespace + "/" + name}},
 			data: map[string]string{"v": v, "payload": b.payload},
 		}
