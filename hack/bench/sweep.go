@@ -238,10 +238,9 @@ func (b *bench) measurePoint(p *Point) {
 			p.CmsyncRounds = append(p.CmsyncRounds, round.phases())
 			p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
 		}
-		// Each run leaves history in etcd and the API server (LIMIT's phases got
-		// slower round by round), so whoever runs second works on more of it. The
-		// order alternates: LIMIT first in rounds 1, 3, … (the first round's fresh
-		// etcd goes to LIMIT), cmsync first in rounds 2, 4, ….
+		// Each run leaves history in etcd and the API server that the next one works
+		// on, so neither always goes second: LIMIT goes first in rounds 1, 3, … (the
+		// first round's fresh etcd goes to LIMIT), cmsync in rounds 2, 4, ….
 		if r%2 == 0 {
 			step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, p.Rounds, p.Replicas)
 			runLimit()
