@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/procfs"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 )
 
@@ -45,7 +46,7 @@ type config struct {
 	namespaces, unrelated, sources, workers, rounds, secretRounds int
 	idle                                                          time.Duration
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
-	sweep, apf                                                    bool
+	sweep, apf, writeStyles                                       bool
 	sweepN, sweepS, sweepSizes                                    string
 	sweepBaseN, sweepRounds, sweepRestarts                        int
 	restartVariants                                               string
@@ -215,6 +216,10 @@ func main() {
 	flag.BoolVar(&c.apf, "apf", false,
 		"measure a 429 storm instead: the fan-out of -s sources to -n namespaces with cmsync's requests in a priority level of one seat, "+
 			"next to a neighbour's requests; writes bench/results/apf-<time>.json")
+	flag.BoolVar(&c.writeStyles, "write-styles", false,
+		"measure the API server's and etcd's CPU per update instead, for the same object written as LIMIT writes it, in protobuf, "+
+			"and as cmsync writes it, each with and without a metadata watch of the objects; -n namespaces, -rounds rounds (the first creates); "+
+			"writes bench/results/styles-<time>.json")
 	flag.StringVar(&c.plot, "plot", "", "only draw the plots of these sweep JSON files (comma-separated; a later file's point replaces an earlier one's)")
 	flag.StringVar(&c.plotDir, "plot-dir", "bench/plots", "directory of the sweep's PNG plots")
 	flag.Parse()
@@ -234,6 +239,12 @@ func run(c config) error {
 	}
 	if c.apf {
 		return apfStorm(c)
+	}
+	if c.writeStyles {
+		if c.rounds < 2 {
+			return fmt.Errorf("-write-styles needs -rounds of at least 2: the first round creates the objects")
+		}
+		return writeStyles(c)
 	}
 	b, stop, err := startBench(c, controlplane.Options{})
 	if err != nil {
@@ -503,16 +514,7 @@ func (b *bench) limit(ctx context.Context, perNamespace int, profile func(phase 
 	var p windows
 	n := perNamespace * len(b.targets)
 	object := func(i int, v string) object {
-		name := fmt.Sprintf("limit-%03d", i/len(b.targets))
-		return object{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.targets[i%len(b.targets)],
-				Labels: map[string]string{
-					"bench.limit/managed-by": "cmsync", "bench.limit/source-id": strings.Repeat("0", 40),
-					"bench.limit/content-hash": strings.Repeat(v, 40),
-				},
-				Annotations: map[string]string{"bench.limit/source": sourceNamespace + "/" + name}},
-			data: map[string]string{"v": v, "payload": b.payload},
-		}
+		return b.replicaShaped(b.targets[i%len(b.targets)], fmt.Sprintf("limit-%03d", i/len(b.targets)), v1alpha1.ManagedByValue, v)
 	}
 	wait := profile("create")
 	p.create = b.timed(func() error {
@@ -533,6 +535,22 @@ func (b *bench) limit(ctx context.Context, perNamespace int, profile func(phase 
 	})
 	wait()
 	return p
+}
+
+// replicaShaped is an object of a replica's shape under the bench's own keys: the
+// data keys of a bench source, and as many labels and annotations of the same sizes,
+// the third label changing with v as a replica's content-hash label changes with its
+// content. managedBy is its first label's value.
+func (b *bench) replicaShaped(namespace, name, managedBy, v string) object {
+	return object{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
+			Labels: map[string]string{
+				"bench.limit/managed-by": managedBy, "bench.limit/source-id": strings.Repeat("0", 40),
+				"bench.limit/content-hash": strings.Repeat(v, 40),
+			},
+			Annotations: map[string]string{"bench.limit/source": sourceNamespace + "/" + name}},
+		data: map[string]string{"v": v, "payload": b.payload},
+	}
 }
 
 func (b *bench) source(name string) object {

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
+)
+
+// StylesResult is what the API server and etcd spend per update for each way of
+// writing the same object: whether the sweep's gap in API server CPU per write
+// between cmsync and LIMIT comes from how cmsync writes, or from what surrounds it.
+type StylesResult struct {
+	Date       string        `json:"date"`
+	Machine    string        `json:"machine"`
+	Namespaces int           `json:"namespaces"`
+	Rounds     int           `json:"rounds"`
+	Styles     []StyleFigure `json:"styles"`
+}
+
+// StyleFigure is one way of writing, over the rounds: the API server's and etcd's CPU
+// seconds per 1,000 updates, and each round's.
+type StyleFigure struct {
+	Name          string    `json:"name"`
+	Watched       bool      `json:"watched"`
+	MedianPer1000 float64   `json:"medianServerCPUPer1000Updates"`
+	RoundsPer1000 []float64 `json:"roundsServerCPUPer1000Updates"`
+}
+
+// writeStyle updates one object as a client would; it returns the object's new
+// resourceVersion.
+type writeStyle struct {
+	name  string
+	write func(ctx context.Context, cm *corev1.ConfigMap) (string, error)
+}
+
+// writeStyles times the same updates of one replica-shaped 1 KiB ConfigMap per
+// namespace written three ways — client-go's default JSON without a precondition
+// (LIMIT's way), protobuf without a precondition, and cmsync's way (controller-runtime's
+// client: protobuf, conditional on the resourceVersion, field manager cmsync) — each
+// with no watcher and with a metadata-only watch of the objects open, as cmsync's
+// replica cache holds. The styles take turns in every round.
+func writeStyles(c config) error {
+	b, stop, err := startBench(c, controlplane.Options{})
+	if err != nil {
+		return err
+	}
+	defer stop()
+	ctx := context.Background()
+	step("creating %d namespaces", c.namespaces)
+	b.createNamespaces(ctx, c.namespaces)
+
+	styles, err := b.writeStyleList()
+	if err != nil {
+		return err
+	}
+	watches := metadata.NewForConfigOrDie(b.env.Config)
+	res := StylesResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces, Rounds: c.rounds}
+	versions := map[string][]string{}
+	for _, watched := range []bool{false, true} {
+		for _, s := range styles {
+			res.Styles = append(res.Styles, StyleFigure{Name: s.name, Watched: watched})
+			versions[styleKey(s.name, watched)] = make([]string, len(b.targets))
+		}
+	}
+	for r := range c.rounds {
+		step("round %d of %d: %d updates in each of %d styles", r+1, c.rounds, len(b.targets), len(res.Styles))
+		for i := range res.Styles {
+			fig := &res.Styles[i]
+			style := styles[i%len(styles)]
+			key := styleKey(fig.Name, fig.Watched)
+			var closeWatch func()
+			if fig.Watched {
+				w, err := watches.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace("").Watch(ctx,
+					metav1.ListOptions{LabelSelector: "bench.limit/managed-by=" + key})
+				if err != nil {
+					return err
+				}
+				go func() {
+					for range w.ResultChan() { // drained as a cache's reflector drains it
+					}
+				}()
+				closeWatch = w.Stop
+			}
+			time.Sleep(time.Second) // the previous style's writes settle
+			before := processCPU()
+			err := parallel(c.workers, len(b.targets), func(n int) error {
+				cm := b.styleObject(key, n, r, versions[key][n])
+				rv, err := style.write(ctx, cm)
+				versions[key][n] = rv
+				return err
+			})
+			after := processCPU()
+			if closeWatch != nil {
+				closeWatch()
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			if r == 0 {
+				continue // the first round creates the objects
+			}
+			cpu := after["kube-apiserver"] - before["kube-apiserver"] + after["etcd"] - before["etcd"]
+			fig.RoundsPer1000 = append(fig.RoundsPer1000, cpu*1000/float64(len(b.targets)))
+		}
+	}
+	fmt.Printf("\nAPI server + etcd CPU s per 1,000 updates of a 1 KiB replica-shaped ConfigMap, %d namespaces, medians of %d rounds:\n",
+		c.namespaces, c.rounds-1)
+	for i := range res.Styles {
+		fig := &res.Styles[i]
+		fig.MedianPer1000 = medianOf(fig.RoundsPer1000, func(v float64) float64 { return v })
+		fmt.Printf("  %-32s %.2f  (rounds %s)\n", styleKey(fig.Name, fig.Watched), fig.MedianPer1000, floatList(fig.RoundsPer1000))
+	}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(c.out, "styles-"+time.Now().UTC().Format("20060102-150405")+".json")
+	fmt.Println("results:", path)
+	return os.WriteFile(path, data, 0o644)
+}
+
+func styleKey(name string, watched bool) string {
+	if watched {
+		return name + "-watched"
+	}
+	return name
+}
+
+func floatList(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
+	}
+	return strings.Join(parts, " ")
+}
+
+// styleObject is the object of style key in target namespace n in round r, of a
+// replica's shape (replicaShaped, labelled with key for the style's watch): created in
+// the first round, updated after, conditional on version where the style sends it.
+func (b *bench) styleObject(key string, n, r int, version string) *corev1.ConfigMap {
+	o := b.replicaShaped(b.targets[n], "styles-"+key, key, strconv.Itoa(r%10))
+	o.ResourceVersion = version
+	return &corev1.ConfigMap{ObjectMeta: o.ObjectMeta, Data: o.data}
+}
+
+// writeStyleList is the three ways of writing. Each creates an object without a
+// resourceVersion; the first two drop it on update, as a plain client that does not
+// read before it writes does.
+func (b *bench) writeStyleList() ([]writeStyle, error) {
+	cfg := rest.CopyConfig(b.env.Config)
+	cfg.QPS, cfg.Burst = -1, 0
+	protobuf := rest.CopyConfig(cfg)
+	protobuf.ContentType = runtime.ContentTypeProtobuf
+	protobufClient, err := kubernetes.NewForConfig(protobuf)
+	if err != nil {
+		return nil, err
+	}
+	cmsyncWay, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	unconditional := func(cs *kubernetes.Clientset) func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+		return func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+			configMaps := cs.CoreV1().ConfigMaps(cm.Namespace)
+			var out *corev1.ConfigMap
+			var err error
+			if cm.ResourceVersion == "" {
+				out, err = configMaps.Create(ctx, cm, metav1.CreateOptions{})
+			} else {
+				cm.ResourceVersion = ""
+				out, err = configMaps.Update(ctx, cm, metav1.UpdateOptions{})
+			}
+			if err != nil {
+				return "", err
+			}
+			return out.ResourceVersion, nil
+		}
+	}
+	return []writeStyle{
+		{name: "json", write: unconditional(b.cs)},
+		{name: "protobuf", write: unconditional(protobufClient)},
+		{name: v1alpha1.FieldManager, write: func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+			var err error
+			if cm.ResourceVersion == "" {
+				err = cmsyncWay.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+			} else {
+				err = cmsyncWay.Update(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+			}
+			return cm.ResourceVersion, err
+		}},
+	}, nil
+}
