@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -114,16 +113,7 @@ func apfStorm(c config) error {
 			run.ConvergeSeconds, run.CmsyncWrites, run.CmsyncRejected, run.CmsyncMaxWritesInSecond,
 			run.NeighbourWrites, run.NeighbourP50Millis, run.NeighbourP99Millis, run.NeighbourMaxMillis, run.NeighbourErrors, run.NeighbourRejected)
 	}
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(c.out, "apf-"+time.Now().UTC().Format("20060102-150405")+".json")
-	fmt.Println("results:", path)
-	return os.WriteFile(path, data, 0o644)
+	return saveResult(c.out, "apf-", res)
 }
 
 // apfUsers provisions cmsync's user and the neighbour's, neither exempt from flow

@@ -1132,15 +1132,18 @@ func (b *bench) print() {
 	}
 }
 
-func (b *bench) save() error {
-	if err := os.MkdirAll(b.c.out, 0o755); err != nil {
+func (b *bench) save() error { return saveResult(b.c.out, "", b.res) }
+
+// saveResult writes res as JSON to dir/<prefix><time>.json.
+func saveResult(dir, prefix string, res any) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	data, err := json.MarshalIndent(b.res, "", "  ")
+	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(b.c.out, time.Now().UTC().Format("20060102-150405")+".json")
+	path := filepath.Join(dir, prefix+time.Now().UTC().Format("20060102-150405")+".json")
 	fmt.Println("results:", path)
 	return os.WriteFile(path, data, 0o644)
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -126,16 +123,7 @@ func writeStyles(c config) error {
 		fig.MedianPer1000 = medianOf(fig.RoundsPer1000, func(v float64) float64 { return v })
 		fmt.Printf("  %-32s %.2f  (rounds %s)\n", styleKey(fig.Name, fig.Watched), fig.MedianPer1000, floatList(fig.RoundsPer1000))
 	}
-	if err := os.MkdirAll(c.out, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(c.out, "styles-"+time.Now().UTC().Format("20060102-150405")+".json")
-	fmt.Println("results:", path)
-	return os.WriteFile(path, data, 0o644)
+	return saveResult(c.out, "styles-", res)
 }
 
 func styleKey(name string, watched bool) string {
