@@ -241,9 +241,6 @@ func run(c config) error {
 		return apfStorm(c)
 	}
 	if c.writeStyles {
-		if c.rounds < 2 {
-			return fmt.Errorf("-write-styles needs -rounds of at least 2: the first round creates the objects")
-		}
 		return writeStyles(c)
 	}
 	b, stop, err := startBench(c, controlplane.Options{})

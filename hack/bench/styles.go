@@ -53,6 +53,9 @@ type writeStyle struct {
 // with no watcher and with a metadata-only watch of the objects open, as cmsync's
 // replica cache holds. The styles take turns in every round.
 func writeStyles(c config) error {
+	if c.rounds < 2 {
+		return fmt.Errorf("-write-styles needs -rounds of at least 2: the first round creates the objects")
+	}
 	b, stop, err := startBench(c, controlplane.Options{})
 	if err != nil {
 		return err
@@ -66,25 +69,28 @@ func writeStyles(c config) error {
 	if err != nil {
 		return err
 	}
-	watches := metadata.NewForConfigOrDie(b.env.Config)
-	res := StylesResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces, Rounds: c.rounds}
-	versions := map[string][]string{}
+	// A run is one style, watched or not, with its objects' resourceVersions.
+	type run struct {
+		style    writeStyle
+		figure   StyleFigure
+		key      string
+		versions []string
+	}
+	var runs []*run
 	for _, watched := range []bool{false, true} {
 		for _, s := range styles {
-			res.Styles = append(res.Styles, StyleFigure{Name: s.name, Watched: watched})
-			versions[styleKey(s.name, watched)] = make([]string, len(b.targets))
+			runs = append(runs, &run{style: s, figure: StyleFigure{Name: s.name, Watched: watched},
+				key: styleKey(s.name, watched), versions: make([]string, len(b.targets))})
 		}
 	}
+	watches := metadata.NewForConfigOrDie(b.env.Config)
 	for r := range c.rounds {
-		step("round %d of %d: %d updates in each of %d styles", r+1, c.rounds, len(b.targets), len(res.Styles))
-		for i := range res.Styles {
-			fig := &res.Styles[i]
-			style := styles[i%len(styles)]
-			key := styleKey(fig.Name, fig.Watched)
-			var closeWatch func()
-			if fig.Watched {
+		step("round %d of %d: %d updates in each of %d styles", r+1, c.rounds, len(b.targets), len(runs))
+		for _, run := range runs {
+			closeWatch := func() {}
+			if run.figure.Watched {
 				w, err := watches.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace("").Watch(ctx,
-					metav1.ListOptions{LabelSelector: "bench.limit/managed-by=" + key})
+					metav1.ListOptions{LabelSelector: "bench.limit/managed-by=" + run.key})
 				if err != nil {
 					return err
 				}
@@ -97,31 +103,29 @@ func writeStyles(c config) error {
 			time.Sleep(time.Second) // the previous style's writes settle
 			before := processCPU()
 			err := parallel(c.workers, len(b.targets), func(n int) error {
-				cm := b.styleObject(key, n, r, versions[key][n])
-				rv, err := style.write(ctx, cm)
-				versions[key][n] = rv
+				rv, err := run.style.write(ctx, b.styleObject(run.key, n, r, run.versions[n]))
+				run.versions[n] = rv
 				return err
 			})
 			after := processCPU()
-			if closeWatch != nil {
-				closeWatch()
-			}
+			closeWatch()
 			if err != nil {
-				return fmt.Errorf("%s: %w", key, err)
+				return fmt.Errorf("%s: %w", run.key, err)
 			}
 			if r == 0 {
 				continue // the first round creates the objects
 			}
 			cpu := after["kube-apiserver"] - before["kube-apiserver"] + after["etcd"] - before["etcd"]
-			fig.RoundsPer1000 = append(fig.RoundsPer1000, cpu*1000/float64(len(b.targets)))
+			run.figure.RoundsPer1000 = append(run.figure.RoundsPer1000, cpu*1000/float64(len(b.targets)))
 		}
 	}
 	fmt.Printf("\nAPI server + etcd CPU s per 1,000 updates of a 1 KiB replica-shaped ConfigMap, %d namespaces, medians of %d rounds:\n",
 		c.namespaces, c.rounds-1)
-	for i := range res.Styles {
-		fig := &res.Styles[i]
-		fig.MedianPer1000 = medianOf(fig.RoundsPer1000, func(v float64) float64 { return v })
-		fmt.Printf("  %-32s %.2f  (rounds %s)\n", styleKey(fig.Name, fig.Watched), fig.MedianPer1000, floatList(fig.RoundsPer1000))
+	res := StylesResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces, Rounds: c.rounds}
+	for _, run := range runs {
+		run.figure.MedianPer1000 = medianOf(run.figure.RoundsPer1000, func(v float64) float64 { return v })
+		fmt.Printf("  %-32s %.2f  (rounds %s)\n", run.key, run.figure.MedianPer1000, floatList(run.figure.RoundsPer1000))
+		res.Styles = append(res.Styles, run.figure)
 	}
 	return saveResult(c.out, "styles-", res)
 }
@@ -186,7 +190,7 @@ func (b *bench) writeStyleList() ([]writeStyle, error) {
 	return []writeStyle{
 		{name: "json", write: unconditional(b.cs)},
 		{name: "protobuf", write: unconditional(protobufClient)},
-		{name: v1alpha1.FieldManager, write: func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+		{name: "cmsync", write: func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
 			var err error
 			if cm.ResourceVersion == "" {
 				err = cmsyncWay.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))

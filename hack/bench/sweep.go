@@ -202,21 +202,21 @@ func (b *bench) measurePoint(p *Point) {
 		}
 		return b.cpuProfiles(ctx, proc, fmt.Sprintf("sweep-n%d-s%d-z%d-%s", p.Namespaces, p.Sources, p.SizeBytes, phase), sweepProfileSeconds)
 	}
-	// phase runs one of cmsync's phases, profiled, then pauses as a big phase needs.
-	phase := func(r int, name string, run func() window) window {
+	// phaseDone starts a phase's profiles; what it returns waits for them, then pauses
+	// as a big phase needs. LIMIT's phases and cmsync's (phase) both go through it.
+	phaseDone := func(r int, name string) func() {
 		wait := profiled(r, name)
-		w := run()
-		wait()
-		pause()
-		return w
+		return func() { wait(); pause() }
+	}
+	phase := func(r int, name string, run func() window) window {
+		done := phaseDone(r, name)
+		defer done()
+		return run()
 	}
 	p.Rounds = b.c.roundsOf(*p)
 	for r := range p.Rounds {
 		runLimit := func() {
-			limit := b.limit(ctx, p.Sources, func(name string) func() {
-				wait := profiled(r, "limit-"+name)
-				return func() { wait(); pause() }
-			})
+			limit := b.limit(ctx, p.Sources, func(name string) func() { return phaseDone(r, "limit-"+name) })
 			p.LimitRounds = append(p.LimitRounds, limit.phases())
 			p.LimitBreakdown = append(p.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
 		}
