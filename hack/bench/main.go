@@ -48,7 +48,7 @@ type config struct {
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
 	sweep, apf, writeStyles                                       bool
 	sweepN, sweepS, sweepSizes                                    string
-	sweepBaseN, sweepRounds, sweepRestarts                        int
+	sweepBaseN, sweepRounds, sweepShortRounds, sweepRestarts      int
 	restartVariants                                               string
 	plot, plotDir                                                 string
 }
@@ -209,6 +209,8 @@ func main() {
 	flag.StringVar(&c.sweepSizes, "sweep-sizes", "1Ki,100Ki,900Ki", "object sizes of the sweep's points with one source and -sweep-base-n namespaces")
 	flag.IntVar(&c.sweepBaseN, "sweep-base-n", 1000, "namespaces of the -sweep-s and -sweep-sizes points")
 	flag.IntVar(&c.sweepRounds, "sweep-rounds", 3, "rounds at each point of the sweep; the figures are medians")
+	flag.IntVar(&c.sweepShortRounds, "sweep-short-rounds", 9,
+		fmt.Sprintf("rounds at a point of fewer than %d replicas, whose phases last a few seconds at most (at least -sweep-rounds)", shortPointReplicas))
 	flag.IntVar(&c.sweepRestarts, "sweep-restarts", 3, "restarts at each point of the sweep, after the last round's fan-out; the figures are medians")
 	flag.StringVar(&c.restartVariants, "sweep-restart-variants", "",
 		"before the sweep's restarts, as many with each of these environments of cmsync (';'-separated, each space-separated NAME=value, "+

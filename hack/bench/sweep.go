@@ -148,14 +148,26 @@ func sweep(c config) error {
 	return drawSweep(path, c.plotDir)
 }
 
-// roundsOf is the point's rounds: -sweep-rounds, fewer when a point's rounds would
-// write more than maxBytesPerPoint. The API server keeps every version of the last
-// 75 s in its watch cache: at 900 KiB × 1,000 namespaces, two rounds of six phases
-// took kube-apiserver past 16 GB on this 24 GiB machine, and the kernel killed it.
+// roundsOf is the point's rounds: -sweep-rounds, or -sweep-short-rounds at a point of
+// fewer than shortPointReplicas replicas; fewer when a point's rounds would write more
+// than maxBytesPerPoint. The API server keeps every version of the last 75 s in its
+// watch cache: at 900 KiB × 1,000 namespaces, two rounds of six phases took
+// kube-apiserver past 16 GB on this 24 GiB machine, and the kernel killed it.
 func (c config) roundsOf(p Point) int {
+	rounds := c.sweepRounds
+	if p.Replicas < shortPointReplicas {
+		rounds = max(rounds, c.sweepShortRounds)
+	}
 	perRound := 6 * p.SizeBytes * p.Replicas // LIMIT's and cmsync's create, update, delete
-	return max(1, min(c.sweepRounds, maxBytesPerPoint/perRound))
+	return max(1, min(rounds, maxBytesPerPoint/perRound))
 }
+
+// shortPointReplicas: a phase of fewer writes lasts at most a few seconds on 2 cores,
+// where the CPU time of the very same work varies from phase to phase (the API
+// server's verification of one client certificate took 1.15–1.45 times as long in one
+// phase as in the next, profiled), and one round's ratio to LIMIT spread from 0.7 to
+// 1.6×. Such points run more rounds, which cost little there.
+const shortPointReplicas = 5000
 
 const maxBytesPerPoint = 6 << 30
 
