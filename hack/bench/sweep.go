@@ -163,10 +163,11 @@ func (c config) roundsOf(p Point) int {
 }
 
 // shortPointReplicas: a phase of fewer writes lasts at most a few seconds on 2 cores,
-// where the CPU time of the very same work varies from phase to phase (the API
-// server's verification of one client certificate took 1.15–1.45 times as long in one
-// phase as in the next, profiled), and one round's ratio to LIMIT spread from 0.7 to
-// 1.6×. Such points run more rounds, which cost little there.
+// where the same writes vary from run to run by more than the gap being measured: one
+// round's ratio to LIMIT spread from 0.7 to 1.6× at such points, and the very same
+// 1,000 updates written the same way cost the API server and etcd 1.6 to 3.4 s of CPU
+// from one round to the next (-write-styles). Such points run more rounds, which cost
+// little there.
 const shortPointReplicas = 5000
 
 const maxBytesPerPoint = 6 << 30
