@@ -125,8 +125,9 @@ func sweep(c config) error {
 	path := filepath.Join(c.out, "sweep-"+time.Now().UTC().Format("20060102-150405")+".json")
 	for i, p := range points {
 		step("SWEEP point %d of %d: %d namespaces, %d sources of %d bytes", i+1, len(points), p.Namespaces, p.Sources, p.SizeBytes)
-		// Old revisions of large objects count against etcd's quota until compacted:
-		// 900 KiB × 1,000 namespaces written six times a round is 5 GiB.
+		// Old revisions of large objects count against etcd's quota until compacted
+		// (the API server compacts every 5 minutes): 900 KiB × 1,000 namespaces
+		// written six times a round is 5 GiB, two rounds 10 GiB.
 		b, stop, err := startBench(c, controlplane.Options{EtcdQuotaBytes: 16 << 30})
 		if err != nil {
 			return err
@@ -150,9 +151,8 @@ func sweep(c config) error {
 
 // roundsOf is the point's rounds: -sweep-rounds, or -sweep-short-rounds at a point of
 // fewer than shortPointReplicas replicas; fewer when a point's rounds would write more
-// than maxBytesPerPoint. The API server keeps every version of the last 75 s in its
-// watch cache: at 900 KiB × 1,000 namespaces, two rounds of six phases took
-// kube-apiserver past 16 GB on this 24 GiB machine, and the kernel killed it.
+// than maxBytesPerPoint. (What the API server's memory needs at such points is the
+// pause after each phase: bigPhaseBytes.)
 func (c config) roundsOf(p Point) int {
 	rounds := c.sweepRounds
 	if p.Replicas < shortPointReplicas {
@@ -170,7 +170,11 @@ func (c config) roundsOf(p Point) int {
 // little there.
 const shortPointReplicas = 5000
 
-const maxBytesPerPoint = 6 << 30
+// maxBytesPerPoint bounds what a point's rounds write: two rounds at 900 KiB ×
+// 1,000 namespaces, so that LIMIT and cmsync each go first once (in one round, LIMIT
+// always wrote on a fresh etcd and cmsync after it), within the sweep's 16 GiB etcd
+// quota.
+const maxBytesPerPoint = 12 << 30
 
 // A point whose phase writes more than bigPhaseBytes pauses watchCacheHistory after
 // each phase. The API server keeps every version of the last 75 s in its watch cache:
