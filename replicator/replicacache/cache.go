@@ -4,6 +4,12 @@
 // managedFields record tell whether it is in sync (desired.Template.DiffMetadata), so
 // neither the API server's watch nor the cache carries a replica's data. Memory grows
 // with what cmsync wrote, not with the objects of the cluster nor with their size.
+//
+// The API server's side of the watch does grow with the size: its watch cache copies
+// the whole object before it encodes an event for a watcher, metadata-only or not
+// (cachingObject.CacheEncode in k8s.io/apiserver), so each replica written costs it a
+// copy of the replica. A watch of whole objects would cost that and the encoding and
+// sending of the content; no watch would leave edits and deletions of replicas unseen.
 package replicacache
 
 import (
