@@ -195,7 +195,7 @@ func main() {
 		"profile",
 		"",
 		"directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's "+
-			"phases, LIMIT's and cmsync's (in a sweep: of the first round only, 20 s each), and each restart",
+			"phases, LIMIT's and cmsync's (in a sweep: of the first round only, 20 s each, or of every round, 3 s each, at a point of short phases), and each restart",
 	)
 	flag.BoolVar(
 		&c.sweep,
@@ -428,13 +428,18 @@ func cpuList(cpu map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// medianOf is the median of value over rounds.
+// medianOf is the median of value over rounds: of an even number, the mean of the
+// middle two (of two rounds, one with LIMIT first and one with cmsync first, their
+// mean rather than the larger).
 func medianOf[R any](rounds []R, value func(R) float64) float64 {
 	v := make([]float64, len(rounds))
 	for i, r := range rounds {
 		v[i] = value(r)
 	}
 	slices.Sort(v)
+	if n := len(v); n%2 == 0 && n > 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
 	return v[len(v)/2]
 }
 

@@ -211,13 +211,20 @@ func (b *bench) measurePoint(p *Point) {
 		p.TerminatedWatchers = b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`) - terminated
 	}()
 	proc := b.startCmsync()
-	// With -profile, the first round's phases are profiled for
-	// sweepProfileSeconds, LIMIT's and cmsync's alike.
+	// With -profile, the phases are profiled, LIMIT's and cmsync's alike: the first
+	// round's for sweepProfileSeconds; at a point of short phases every round's for
+	// phaseProfileSeconds, since one such phase gives too few samples (go tool pprof
+	// adds up the rounds' files).
+	shortPhases := p.Replicas < shortPointReplicas && p.SizeBytes*p.Replicas <= bigPhaseBytes
 	profiled := func(r int, phase string) func() {
-		if r > 0 {
-			return func() {}
+		name := fmt.Sprintf("sweep-n%d-s%d-z%d-%s", p.Namespaces, p.Sources, p.SizeBytes, phase)
+		switch {
+		case shortPhases:
+			return b.cpuProfiles(ctx, proc, fmt.Sprintf("%s-r%02d", name, r), phaseProfileSeconds)
+		case r == 0:
+			return b.cpuProfiles(ctx, proc, name, sweepProfileSeconds)
 		}
-		return b.cpuProfiles(ctx, proc, fmt.Sprintf("sweep-n%d-s%d-z%d-%s", p.Namespaces, p.Sources, p.SizeBytes, phase), sweepProfileSeconds)
+		return func() {}
 	}
 	// phaseDone starts a phase's profiles; what it returns waits for them, then pauses
 	// as a big phase needs. LIMIT's phases and cmsync's (phase) both go through it.
