@@ -186,6 +186,14 @@ const (
 	watchCacheHistory = 80 * time.Second
 )
 
+// phaseSettle is the pause before every phase, LIMIT's and cmsync's alike. Back to
+// back, a phase's window also took in the work the phase before it left to the API
+// server (garbage collection, watch dispatch): profiled with 3 s between phases, the API
+// server's samples for cmsync's phases at 1,000 namespaces were 1.00–1.05× LIMIT's
+// where the windows of back-to-back runs had said 1.24–1.30×
+// (bench/results/sweep-20261125-065709.json).
+const phaseSettle = 2 * time.Second
+
 // sweepProfileSeconds is the length of the sweep's CPU profiles of a phase: long
 // enough to sample a point's steady writing (at 100 sources a phase lasts minutes).
 const sweepProfileSeconds = 20
@@ -229,6 +237,7 @@ func (b *bench) measurePoint(p *Point) {
 	// phaseDone starts a phase's profiles; what it returns waits for them, then pauses
 	// as a big phase needs. LIMIT's phases and cmsync's (phase) both go through it.
 	phaseDone := func(r int, name string) func() {
+		time.Sleep(phaseSettle)
 		wait := profiled(r, name)
 		return func() { wait(); pause() }
 	}
