@@ -207,8 +207,9 @@ func (b *bench) measurePoint(p *Point) {
 	b.createNamespaces(ctx, p.Namespaces)
 	b.payload = strings.Repeat("x", p.SizeBytes)
 
+	bigPhases := p.SizeBytes*p.Replicas > bigPhaseBytes
 	pause := func() {}
-	if p.SizeBytes*p.Replicas > bigPhaseBytes {
+	if bigPhases {
 		pause = func() {
 			step("pausing %s: the API server's watch cache lets the last phase's versions go", watchCacheHistory)
 			time.Sleep(watchCacheHistory)
@@ -223,7 +224,7 @@ func (b *bench) measurePoint(p *Point) {
 	// round's for sweepProfileSeconds; at a point of short phases every round's for
 	// phaseProfileSeconds, since one such phase gives too few samples (go tool pprof
 	// adds up the rounds' files).
-	shortPhases := p.Replicas < shortPointReplicas && p.SizeBytes*p.Replicas <= bigPhaseBytes
+	shortPhases := p.Replicas < shortPointReplicas && !bigPhases
 	profiled := func(r int, phase string) func() {
 		name := fmt.Sprintf("sweep-n%d-s%d-z%d-%s", p.Namespaces, p.Sources, p.SizeBytes, phase)
 		switch {
