@@ -162,6 +162,12 @@ func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner de
 
 // report writes the status annotations of a pass, with an Event when they say
 // something new or replicas changed.
+//
+// A pass that runs before cmsync's own last status write has reached the cache reads
+// the source without that status: its write meets the newer source (409) and it is
+// run again. Its Event would repeat the one the write it missed already recorded, so
+// a conflicting status write records none, unless the pass wrote or deleted replicas
+// (no later pass reports those).
 func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Summary) error {
 	status := pass.SourceStatus()
 	current := src.GetAnnotations()
@@ -169,10 +175,12 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Su
 	if patch == nil {
 		return nil
 	}
-	if status.State != current[v1alpha1.StatusAnnotation] || status.Message != current[v1alpha1.MessageAnnotation] || pass.Changed() {
+	err := r.patchStatus(ctx, src, patch)
+	news := status.State != current[v1alpha1.StatusAnnotation] || status.Message != current[v1alpha1.MessageAnnotation]
+	if pass.Changed() || news && !apierrors.IsConflict(err) {
 		r.recordPassEvent(ctx, src, pass)
 	}
-	return r.patchStatus(ctx, src, patch)
+	return err
 }
 
 // recordPassEvent records what a pass found: Synced when all targets are in sync,

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -303,4 +305,44 @@ func TestForeignStatusIsPutRight(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A pass can run before cmsync's own status write has reached its cache of sources:
+// the replicas' watch events queue the next pass sooner than the source's own event
+// arrives. That pass's status write meets the newer source and is retried; each change
+// still gets one Synced Event, not a repeat of it (a series).
+func TestOneSyncedEventPerChangeWhileTheSourceCacheLags(t *testing.T) {
+	startControllerBehind(t, 300*time.Millisecond)
+	srcNS := newNamespace(t, "src", nil)
+	_, targets := newGroup(t, "lag", 3)
+	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetNamespacesAnnotation: strings.Join(targets, ",")},
+		map[string]string{"v": "1"})
+	waitForSynced(t, src, "3/3")
+	update(t, src, func(cm *corev1.ConfigMap) { cm.Data["v"] = "2" })
+	eventually(t, timeout, "replicas follow the change", func() error {
+		for _, ns := range targets {
+			r, err := getConfigMap(ns, "app")
+			if err != nil {
+				return err
+			}
+			if r.Data["v"] != "2" {
+				return fmt.Errorf("replica in %s has v=%q", ns, r.Data["v"])
+			}
+		}
+		return nil
+	})
+	oneEventEach := func() error {
+		events := eventsFor(t, src, v1alpha1.ReasonSynced)
+		for _, e := range events {
+			if e.Series != nil {
+				return fmt.Errorf("Synced Event %q repeated %d times", e.Note, e.Series.Count)
+			}
+		}
+		if len(events) != 2 {
+			return fmt.Errorf("%d Synced Events, want 2 (the creation, the change)", len(events))
+		}
+		return nil
+	}
+	eventually(t, timeout, "a Synced Event for each change", oneEventEach)
+	consistently(t, 3*time.Second, "one Synced Event for each change", oneEventEach)
 }

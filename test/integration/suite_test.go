@@ -6,6 +6,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -142,6 +143,14 @@ func defaultPolicy() desired.Policy {
 // counts its write requests, until the test ends.
 func startController(t *testing.T, opts ...controllerOption) *controllerUnderTest {
 	t.Helper()
+	return startControllerBehind(t, 0, opts...)
+}
+
+// startControllerBehind is startController with the controller's watch of sources
+// reading each chunk of its stream lag late, so that its cache of sources trails the
+// API server as a busy one does; its watch of replicas is not delayed.
+func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOption) *controllerUnderTest {
+	t.Helper()
 	c := &controllerUnderTest{done: make(chan struct{}), Metrics: prometheus.NewRegistry()}
 	cfg := rest.CopyConfig(restConfig)
 	cfg.QPS, cfg.Burst = 500, 1000
@@ -161,7 +170,11 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 				c.paths = append(c.paths[max(0, len(c.paths)-20):], req.Method+" "+req.URL.Path)
 				c.mu.Unlock()
 			}
-			return rt.RoundTrip(req)
+			resp, err := rt.RoundTrip(req)
+			if err == nil && lag > 0 && isSourceWatch(req) {
+				resp.Body = lateReader{ReadCloser: resp.Body, lag: lag}
+			}
+			return resp, err
 		})
 	}
 	o := replicator.Options{
@@ -198,6 +211,25 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 	}()
 	t.Cleanup(c.Stop)
 	return c
+}
+
+// isSourceWatch reports whether req is a watch of source ConfigMaps (the watch the
+// source cache lists and follows through).
+func isSourceWatch(req *http.Request) bool {
+	q := req.URL.Query()
+	return strings.HasSuffix(req.URL.Path, "/configmaps") && q.Get("watch") == "true" &&
+		strings.Contains(q.Get("labelSelector"), v1alpha1.ReplicateLabel)
+}
+
+// lateReader hands over a response body lag after each read is asked for.
+type lateReader struct {
+	io.ReadCloser
+	lag time.Duration
+}
+
+func (r lateReader) Read(p []byte) (int, error) {
+	time.Sleep(r.lag)
+	return r.ReadCloser.Read(p)
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
