@@ -319,18 +319,9 @@ func TestOneSyncedEventPerChangeWhileTheSourceCacheLags(t *testing.T) {
 		map[string]string{"v": "1"})
 	waitForSynced(t, src, "3/3")
 	update(t, src, func(cm *corev1.ConfigMap) { cm.Data["v"] = "2" })
-	eventually(t, timeout, "replicas follow the change", func() error {
-		for _, ns := range targets {
-			r, err := getConfigMap(ns, "app")
-			if err != nil {
-				return err
-			}
-			if r.Data["v"] != "2" {
-				return fmt.Errorf("replica in %s has v=%q", ns, r.Data["v"])
-			}
-		}
-		return nil
-	})
+	for _, ns := range targets {
+		waitForContent(t, ns, "app", map[string]string{"v": "2"}, nil)
+	}
 	oneEventEach := func() error {
 		events := eventsFor(t, src, v1alpha1.ReasonSynced)
 		for _, e := range events {
