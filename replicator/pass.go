@@ -116,6 +116,22 @@ func (d *door[T]) finish(ctx context.Context, owner desired.Owner, pass desired.
 	return ctrl.Result{}, nil
 }
 
+// writeThenAnnounce is how both front doors report a pass: the status first, then its
+// announcement (an Event and a log line), only once the status that says it has been
+// written and only if it is news — or always, when force says the pass did something
+// no later pass will report. The order matters: a pass that read a copy older than
+// cmsync's own last status write (its cache trails the server; the replicas' or a
+// namespace's events queue passes sooner) meets a 409, and is run again on the newer
+// copy (afterStatusWrite), which announces the status if it is still news. Announcing
+// it before the write repeated the Event of the write the copy had missed.
+func writeThenAnnounce(write func() error, announce func(), news, force bool) error {
+	err := write()
+	if force || news && err == nil {
+		announce()
+	}
+	return err
+}
+
 // staleStatusRetry is how soon a pass runs again when its status write met an object
 // changed since the cached copy it read: the cache catches up within moments.
 const staleStatusRetry = 200 * time.Millisecond

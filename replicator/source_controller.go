@@ -145,7 +145,7 @@ func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) e
 	return nil
 }
 
-// reportInvalid writes the Invalid status, an Event and a log line, once per new
+// reportInvalid writes the Invalid status, then an Event and a log line, once per new
 // problem; it does not retry, since only an edit of the source can fix it (but for a
 // write that met a newer object: afterStatusWrite).
 func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner desired.Owner, invalid invalidSourceError) error {
@@ -155,19 +155,19 @@ func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner de
 	if patch == nil {
 		return nil
 	}
-	log.FromContext(ctx).Info("source is invalid; nothing was changed", "reason", status.Message)
-	r.recorder.Eventf(src, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalid, "Validate", "%s", status.Message)
-	return r.patchStatus(ctx, src, patch)
+	return writeThenAnnounce(
+		func() error { return r.patchStatus(ctx, src, patch) },
+		func() {
+			log.FromContext(ctx).Info("source is invalid; nothing was changed", "reason", status.Message)
+			r.recorder.Eventf(src, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalid, "Validate", "%s", status.Message)
+		},
+		true, false)
 }
 
-// report writes the status annotations of a pass, with an Event when they say
-// something new or replicas changed.
-//
-// A pass that runs before cmsync's own last status write has reached the cache reads
-// the source without that status: its write meets the newer source (409) and it is
-// run again. Its Event would repeat the one the write it missed already recorded, so
-// a conflicting status write records none, unless the pass wrote or deleted replicas
-// (no later pass reports those).
+// report writes the status annotations of a pass, then an Event when they say
+// something new or when the pass wrote or deleted replicas (each change of the
+// replicas gets its Event, even when the pass's status write met a newer source: no
+// later pass reports that change).
 func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Summary) error {
 	status := pass.SourceStatus()
 	current := src.GetAnnotations()
@@ -175,12 +175,11 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Su
 	if patch == nil {
 		return nil
 	}
-	err := r.patchStatus(ctx, src, patch)
 	news := status.State != current[v1alpha1.StatusAnnotation] || status.Message != current[v1alpha1.MessageAnnotation]
-	if pass.Changed() || news && !apierrors.IsConflict(err) {
-		r.recordPassEvent(ctx, src, pass)
-	}
-	return err
+	return writeThenAnnounce(
+		func() error { return r.patchStatus(ctx, src, patch) },
+		func() { r.recordPassEvent(ctx, src, pass) },
+		news, pass.Changed())
 }
 
 // recordPassEvent records what a pass found: Synced when all targets are in sync,

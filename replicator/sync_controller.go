@@ -189,19 +189,19 @@ func (r *syncReconciler) ensureFinalizer(ctx context.Context, sync *v1alpha1.Con
 	return nil
 }
 
-// writeStatus patches the status when it changed, with an Event and a log line when the
-// Ready condition says something new.
+// writeStatus patches the status when it changed, then records an Event and a log line
+// when the Ready condition says something new (writeThenAnnounce).
 func (r *syncReconciler) writeStatus(ctx context.Context, sync *v1alpha1.ConfigMapSync, before *v1alpha1.ConfigMapSyncStatus, eventReason string) error {
 	if equality.Semantic.DeepEqual(*before, sync.Status) {
 		return nil
 	}
-	ready := findReady(sync.Status.Conditions)
-	if old := findReady(before.Conditions); ready != nil && (old == nil || old.Reason != ready.Reason || old.Message != ready.Message) {
+	ready, old := findReady(sync.Status.Conditions), findReady(before.Conditions)
+	news := ready != nil && (old == nil || old.Reason != ready.Reason || old.Message != ready.Message)
+	announce := func() {
 		eventType := corev1.EventTypeWarning
 		if ready.Status == metav1.ConditionTrue {
 			eventType = corev1.EventTypeNormal
-		}
-		if ready.Status != metav1.ConditionTrue {
+		} else {
 			log.FromContext(ctx).Info("ConfigMapSync not ready", "reason", ready.Reason, "message", ready.Message)
 		}
 		r.recorder.Eventf(sync, nil, eventType, eventReason, "Sync", "%s (%s)", ready.Message, sync.Status.Synced)
@@ -212,8 +212,12 @@ func (r *syncReconciler) writeStatus(ctx context.Context, sync *v1alpha1.ConfigM
 	// the next). A conflict retries the pass (afterStatusWrite).
 	patched := sync.DeepCopy()
 	patched.Status = *before
-	if err := r.client.Status().Patch(ctx, sync, client.MergeFromWithOptions(patched, client.MergeFromWithOptimisticLock{})); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("writing ConfigMapSync status: %w", err))
+	write := func() error {
+		err := r.client.Status().Patch(ctx, sync, client.MergeFromWithOptions(patched, client.MergeFromWithOptimisticLock{}))
+		return client.IgnoreNotFound(err)
+	}
+	if err := writeThenAnnounce(write, announce, news, false); err != nil {
+		return fmt.Errorf("writing ConfigMapSync status: %w", err)
 	}
 	return nil
 }

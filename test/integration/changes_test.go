@@ -322,18 +322,61 @@ func TestOneSyncedEventPerChangeWhileTheSourceCacheLags(t *testing.T) {
 	for _, ns := range targets {
 		waitForContent(t, ns, "app", map[string]string{"v": "2"}, nil)
 	}
-	oneEventEach := func() error {
-		events := eventsFor(t, src, v1alpha1.ReasonSynced)
+	oneEventEach := eventsOnceEach(t, src, v1alpha1.ReasonSynced, 2)
+	eventually(t, timeout, "a Synced Event for each change", oneEventEach)
+	consistently(t, 3*time.Second, "one Synced Event for each change", oneEventEach)
+}
+
+// The same race for a ConfigMapSync: the pass queued by its replicas' events reads the
+// ConfigMapSync without the Ready condition cmsync has just written; it does not record
+// the Synced Event again.
+func TestOneSyncedEventPerChangeWhileTheSyncCacheLags(t *testing.T) {
+	startControllerBehind(t, 300*time.Millisecond)
+	srcNS := newNamespace(t, "src", nil)
+	_, targets := newGroup(t, "lag", 3)
+	plainConfigMap(t, srcNS, "app", map[string]string{"v": "1"})
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "app", DestinationNamespaces: targets})
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "3/3")
+	oneEvent := eventsOnceEach(t, sync, v1alpha1.ReasonSynced, 1)
+	eventually(t, timeout, "a Synced Event", oneEvent)
+	consistently(t, 3*time.Second, "one Synced Event", oneEvent)
+}
+
+// The same race for an invalid source: a namespace event queues a pass that reads the
+// source without the Invalid status cmsync has just written; it does not record the
+// Invalid Event again.
+func TestOneInvalidEventPerProblemWhileTheSourceCacheLags(t *testing.T) {
+	policy := defaultPolicy()
+	policy.MaxReplicatedBytes = 10 << 10
+	startControllerBehind(t, 300*time.Millisecond, withPolicy(policy))
+	srcNS := newNamespace(t, "src", nil)
+	group, targets := newGroup(t, "lag", 3)
+	src := newSource(t, srcNS, "big", map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group},
+		map[string]string{"k": strings.Repeat("x", 4<<10)})
+	waitForStatus(t, src, v1alpha1.StatusInvalid)
+	// A label the selector does not read: the namespace event queues a pass at once,
+	// while the Invalid status is still on its way to the source cache.
+	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: targets[0]}}, func(ns *corev1.Namespace) {
+		ns.Labels["touched"] = "yes"
+	})
+	oneEvent := eventsOnceEach(t, src, v1alpha1.ReasonInvalid, 1)
+	eventually(t, timeout, "an Invalid Event", oneEvent)
+	consistently(t, 3*time.Second, "one Invalid Event", oneEvent)
+}
+
+// eventsOnceEach checks that obj has want Events with reason, none of them repeated
+// (an Event series).
+func eventsOnceEach(t *testing.T, obj client.Object, reason string, want int) func() error {
+	return func() error {
+		events := eventsFor(t, obj, reason)
 		for _, e := range events {
 			if e.Series != nil {
-				return fmt.Errorf("Synced Event %q repeated %d times", e.Note, e.Series.Count)
+				return fmt.Errorf("%s Event %q repeated %d times", reason, e.Note, e.Series.Count)
 			}
 		}
-		if len(events) != 2 {
-			return fmt.Errorf("%d Synced Events, want 2 (the creation, the change)", len(events))
+		if len(events) != want {
+			return fmt.Errorf("%d %s Events, want %d", len(events), reason, want)
 		}
 		return nil
 	}
-	eventually(t, timeout, "a Synced Event for each change", oneEventEach)
-	consistently(t, 3*time.Second, "one Synced Event for each change", oneEventEach)
 }

@@ -146,9 +146,10 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 	return startControllerBehind(t, 0, opts...)
 }
 
-// startControllerBehind is startController with the controller's watch of sources
-// reading each chunk of its stream lag late, so that its cache of sources trails the
-// API server as a busy one does; its watch of replicas is not delayed.
+// startControllerBehind is startController with the controller's watches of sources
+// and ConfigMapSyncs reading each chunk of their streams lag late, so that its caches
+// of the objects it writes status onto trail the API server as a busy one's do; its
+// watches of replicas and namespaces are not delayed.
 func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOption) *controllerUnderTest {
 	t.Helper()
 	c := &controllerUnderTest{done: make(chan struct{}), Metrics: prometheus.NewRegistry()}
@@ -214,11 +215,14 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 }
 
 // isSourceWatch reports whether req is a watch of source ConfigMaps (the watch the
-// source cache lists and follows through).
+// source cache lists and follows through) or of ConfigMapSyncs.
 func isSourceWatch(req *http.Request) bool {
 	q := req.URL.Query()
-	return strings.HasSuffix(req.URL.Path, "/configmaps") && q.Get("watch") == "true" &&
-		strings.Contains(q.Get("labelSelector"), v1alpha1.ReplicateLabel)
+	if q.Get("watch") != "true" {
+		return false
+	}
+	return strings.HasSuffix(req.URL.Path, "/configmapsyncs") ||
+		strings.HasSuffix(req.URL.Path, "/configmaps") && strings.Contains(q.Get("labelSelector"), v1alpha1.ReplicateLabel)
 }
 
 // lateReader hands over a response body lag after each read is asked for.
