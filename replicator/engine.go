@@ -23,7 +23,10 @@ import (
 // makes to replicas, for both front doors, and never touches an object that is not a
 // replica of the owner it works for.
 type Engine[T desired.Object] struct {
-	kind      desired.Kind[T]
+	kind desired.Kind[T]
+	// writer creates and replaces replicas; client patches and deletes them, by
+	// metadata (desired.NewMetadata), so that no answer carries a replica's content.
+	writer    ReplicaWriter
 	client    client.Client
 	replicas  ReplicaReader
 	apiReader client.Reader
@@ -45,11 +48,20 @@ type ReplicaReader interface {
 	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
 }
 
-// NewEngine returns the engine of kind: it writes with c, reads replicas from
-// replicas, reads objects outside the caches with apiReader, and makes at most workers
-// writes of one pass in parallel.
-func NewEngine[T desired.Object](kind desired.Kind[T], c client.Client, replicas ReplicaReader, apiReader client.Reader, workers int) *Engine[T] {
-	return &Engine[T]{kind: kind, client: c, replicas: replicas, apiReader: apiReader, workers: max(1, workers)}
+// ReplicaWriter creates and replaces whole replicas, and answers with their metadata
+// only (metawrite.Client): cmsync never reads a replica's content back from a write.
+type ReplicaWriter interface {
+	Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) (*metav1.PartialObjectMetadata, error)
+	Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) (*metav1.PartialObjectMetadata, error)
+}
+
+// NewEngine returns the engine of kind: it creates and replaces replicas with writer,
+// patches and deletes them with c, reads replicas from replicas, reads objects outside
+// the caches with apiReader, and makes at most workers writes of one pass in parallel.
+func NewEngine[T desired.Object](
+	kind desired.Kind[T], writer ReplicaWriter, c client.Client, replicas ReplicaReader, apiReader client.Reader, workers int,
+) *Engine[T] {
+	return &Engine[T]{kind: kind, writer: writer, client: c, replicas: replicas, apiReader: apiReader, workers: max(1, workers)}
 }
 
 // errNotOurs is the conflict of an object in a target namespace that is not a replica
@@ -124,7 +136,7 @@ func (e *Engine[T]) syncReplica(ctx context.Context, owner desired.Owner, want d
 	case diff.Recreate:
 		return e.recreate(ctx, want.In(ns), actual)
 	default:
-		return desired.Updated, e.update(ctx, want, actual, diff)
+		return e.update(ctx, want, actual, diff)
 	}
 }
 
@@ -160,7 +172,7 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 		}
 	}
 	if apierrors.IsNotFound(err) {
-		err = e.client.Create(ctx, replica, client.FieldOwner(v1alpha1.FieldManager))
+		_, err = e.writer.Create(ctx, replica, client.FieldOwner(v1alpha1.FieldManager))
 		if err == nil {
 			e.blocked.Delete(blockedKey)
 			return existing, false, desired.Created, nil
@@ -184,24 +196,46 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 // update writes the desired replica over the one we checked, with the field manager
 // cmsync either way. First as a whole-object update conditional on the resourceVersion
 // seen (Template.Replacement): the cheapest write for the API server, and it replaces
-// only the object we compared. If the replica changed in the meantime, one JSON merge
-// patch instead (Template.UpdatePatch), conditional on the UID. Both record cmsync as
-// the manager of the fields they change, which is what Template.Diff reads back to
+// only the object we compared. If the replica changed in the meantime, it looks at the
+// replica's metadata as it is now, and when that cannot show it in line, sends one JSON
+// merge patch (Template.UpdatePatch), conditional on the UID. Both writes record cmsync
+// as the manager of the fields they change, which is what Template.Diff reads back to
 // find stale keys. A server-side apply of the same object costs the API server about
 // twice the CPU (make bench).
-func (e *Engine[T]) update(ctx context.Context, want desired.Template[T], actual *metav1.PartialObjectMetadata, diff desired.Diff) error {
-	err := e.client.Update(ctx, want.Replacement(actual, diff), client.FieldOwner(v1alpha1.FieldManager))
-	if !apierrors.IsConflict(err) {
-		return err
+func (e *Engine[T]) update(ctx context.Context, want desired.Template[T], actual *metav1.PartialObjectMetadata, diff desired.Diff) (desired.Outcome, error) {
+	_, err := e.writer.Update(ctx, want.Replacement(actual, diff), client.FieldOwner(v1alpha1.FieldManager))
+	switch {
+	case err == nil:
+		return desired.Updated, nil
+	case !apierrors.IsConflict(err):
+		return desired.Failed, err
 	}
-	// The replica changed since the cache saw it (an edit, or our own last write not
-	// yet seen): write our keys without needing its latest version. An edit also
-	// raises an event, and the pass that follows finds anything else still to do.
+	// The replica changed since the cache saw it: an edit, or cmsync's own last write
+	// not seen yet (a pass queued by the first of its replicas' events can run before
+	// the others have reached the cache). A replica already in line is left alone:
+	// writing it again would report a change nobody made.
+	now := desired.NewMetadata(e.kind)
+	if err := e.apiReader.Get(ctx, client.ObjectKeyFromObject(actual), now); err != nil {
+		return desired.Failed, fmt.Errorf("reading the replica's metadata after a conflict: %w", err)
+	}
+	if now.UID == actual.UID {
+		if current, known := want.DiffMetadata(now); known {
+			if current.InSync() {
+				return desired.InSync, nil
+			}
+			diff = current
+		}
+	}
+	// Write our keys without needing its latest version. An edit also raises an event,
+	// and the pass that follows finds anything else still to do.
 	patch, err := want.UpdatePatch(actual.GetUID(), diff)
 	if err != nil {
-		return err
+		return desired.Failed, err
 	}
-	return e.client.Patch(ctx, e.objectAt(actual), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
+	if err := e.client.Patch(ctx, e.objectAt(actual), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+		return desired.Failed, err
+	}
+	return desired.Updated, nil
 }
 
 // recreate replaces a replica whose content cannot change in place (an immutable one,
@@ -211,16 +245,17 @@ func (e *Engine[T]) recreate(ctx context.Context, replica T, actual *metav1.Part
 	if err != nil && !apierrors.IsNotFound(err) {
 		return desired.Failed, fmt.Errorf("deleting the replica to replace it: %w", err)
 	}
-	if err := e.client.Create(ctx, replica, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+	if _, err := e.writer.Create(ctx, replica, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 		return desired.Failed, fmt.Errorf("creating the replacement of the replica: %w", err)
 	}
 	return desired.Recreated, nil
 }
 
-// objectAt is an empty object of the kind where obj is: what a delete or patch of obj
-// sends, whatever form obj was read in.
-func (e *Engine[T]) objectAt(obj metav1.Object) T {
-	at := e.kind.New()
+// objectAt is the metadata of the kind where obj is: what a delete or patch of obj
+// sends, whatever form obj was read in. Given metadata, controller-runtime's client
+// asks the API server for metadata back (its metadata client), not the whole object.
+func (e *Engine[T]) objectAt(obj metav1.Object) *metav1.PartialObjectMetadata {
+	at := desired.NewMetadata(e.kind)
 	at.SetNamespace(obj.GetNamespace())
 	at.SetName(obj.GetName())
 	return at

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/replicator/metawrite"
 	"github.com/cmsync/cmsync/replicator/replicacache"
 )
 
@@ -97,8 +98,12 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	if err := mgr.Add(replicas); err != nil {
 		return door[T]{}, nil, fmt.Errorf("adding the %s replica cache: %w", kind.Name(), err)
 	}
+	writer, err := metawrite.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetRESTMapper())
+	if err != nil {
+		return door[T]{}, nil, err
+	}
 	shared := door[T]{
-		engine:          NewEngine(kind, mgr.GetClient(), replicas, mgr.GetAPIReader(), o.Writers),
+		engine:          NewEngine(kind, writer, mgr.GetClient(), replicas, mgr.GetAPIReader(), o.Writers),
 		policy:          o.Policy,
 		recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),
 		metrics:         metrics,

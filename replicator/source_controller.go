@@ -196,8 +196,11 @@ func (r *sourceReconciler[T]) recordPassEvent(ctx context.Context, src T, pass d
 	}
 }
 
+// patchStatus writes the status annotations; the patch carries the resourceVersion the
+// pass read (desired.StatusPatch). It is sent by metadata, so that the answer does
+// not carry the source's content back.
 func (r *sourceReconciler[T]) patchStatus(ctx context.Context, src T, patch []byte) error {
-	target := r.kind.New()
+	target := desired.NewMetadata(r.kind)
 	target.SetNamespace(src.GetNamespace())
 	target.SetName(src.GetName())
 	err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))

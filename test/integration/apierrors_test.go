@@ -26,45 +26,7 @@ func TestRefusedWritesDegradeOnlyTheirNamespaces(t *testing.T) {
 	refused := newNamespace(t, "refused", map[string]string{"policy": mark})
 	full := newNamespace(t, "full", nil)
 
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: mark},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{
-				{
-					Expression: `!has(object.metadata.labels) || !('app.kubernetes.io/managed-by' in object.metadata.labels) || ` +
-						`object.metadata.labels['app.kubernetes.io/managed-by'] != 'cmsync'`,
-					Message: "replicated ConfigMaps are not accepted in this namespace",
-				},
-			},
-		},
-	}
-	must(t, k8s.Create(ctx, policy))
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: mark},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        mark,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"policy": mark}}},
-		},
-	}
-	must(t, k8s.Create(ctx, binding))
-	eventually(t, timeout, "the policy is in force", func() error {
-		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: refused, Name: "probe-" + randomSuffix(),
-			Labels: map[string]string{v1alpha1.ManagedByLabel: "cmsync"}}}
-		if err := k8s.Create(ctx, probe); err == nil {
-			_ = k8s.Delete(ctx, probe)
-			return errorf("write accepted")
-		}
-		return nil
-	})
+	refuseReplicaWrites(t, mark, admissionregistrationv1.Create, admissionregistrationv1.Update)
 
 	// A quota of one ConfigMap, used up (no quota controller runs here, so its usage is
 	// set by hand, as the controller would).
@@ -100,8 +62,7 @@ func TestRefusedWritesDegradeOnlyTheirNamespaces(t *testing.T) {
 		t.Errorf("%d write requests in 15 s while two namespaces refuse writes: no backoff", attempts)
 	}
 
-	must(t, k8s.Delete(ctx, binding))
-	must(t, k8s.Delete(ctx, policy))
+	allowReplicaWrites(t, mark)
 	must(t, k8s.Delete(ctx, quota))
 	eventually(t, 60*time.Second, "replicas once the causes are gone", func() error {
 		if got := replicaNamespaces(t, src); !sameSet(got, []string{fine, refused, full}) {
@@ -110,4 +71,100 @@ func TestRefusedWritesDegradeOnlyTheirNamespaces(t *testing.T) {
 		return nil
 	})
 	waitForSynced(t, src, "3/3")
+}
+
+// A replica whose update is refused (the namespace accepts cmsync's creates, not its
+// updates) is not counted in sync: the source is Degraded naming the namespace, with a
+// Failed Event, and the replica catches up once the refusal is gone.
+func TestRefusedUpdateIsReportedAsFailed(t *testing.T) {
+	startController(t)
+	mark := "refuse-" + randomSuffix()
+	srcNS, fine := newNamespace(t, "src", nil), newNamespace(t, "fine", nil)
+	refused := newNamespace(t, "refused", map[string]string{"policy": mark})
+	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetNamespacesAnnotation: fine + "," + refused}, map[string]string{"k": "1"})
+	waitForSynced(t, src, "2/2")
+
+	refuseReplicaWrites(t, mark, admissionregistrationv1.Update)
+	update(t, src, func(cm *corev1.ConfigMap) { cm.Data["k"] = "2" })
+	waitForContent(t, fine, "app", map[string]string{"k": "2"}, nil)
+	eventually(t, timeout, "the refused update reported", func() error {
+		cm, err := getConfigMap(srcNS, "app")
+		if err != nil {
+			return err
+		}
+		a := cm.Annotations
+		if a[v1alpha1.StatusAnnotation] != v1alpha1.StatusDegraded || a[v1alpha1.SyncedAnnotation] != "1/2" ||
+			!strings.Contains(a[v1alpha1.MessageAnnotation], "failed in "+refused) ||
+			!strings.Contains(a[v1alpha1.MessageAnnotation], "not accepted in this namespace") {
+			return errorf("status %q synced %q message %q", a[v1alpha1.StatusAnnotation], a[v1alpha1.SyncedAnnotation], a[v1alpha1.MessageAnnotation])
+		}
+		return nil
+	})
+	waitForEvent(t, src, v1alpha1.ReasonFailed, refused)
+	if replica, err := getConfigMap(refused, "app"); err != nil || replica.Data["k"] != "1" {
+		t.Errorf("refused replica: %v, %v", replica.Data, err)
+	}
+
+	allowReplicaWrites(t, mark)
+	waitForContent(t, refused, "app", map[string]string{"k": "2"}, nil)
+	waitForSynced(t, src, "2/2")
+}
+
+// refuseReplicaWrites makes the API server refuse cmsync's writes of the given
+// operations (Update among them) to ConfigMaps in namespaces labelled policy=<mark> (a
+// ValidatingAdmissionPolicy and its binding, named mark), and waits until it does.
+func refuseReplicaWrites(t *testing.T, mark string, operations ...admissionregistrationv1.OperationType) {
+	t.Helper()
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: mark},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: operations,
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{
+				{
+					Expression: `!has(object.metadata.labels) || !('app.kubernetes.io/managed-by' in object.metadata.labels) || ` +
+						`object.metadata.labels['app.kubernetes.io/managed-by'] != 'cmsync'`,
+					Message: "replicated ConfigMaps are not accepted in this namespace",
+				},
+			},
+		},
+	}
+	must(t, k8s.Create(ctx, policy))
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: mark},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        mark,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"policy": mark}}},
+		},
+	}
+	must(t, k8s.Create(ctx, binding))
+	// In force once an update giving a ConfigMap cmsync's label is refused.
+	probeNS := newNamespace(t, "probe", map[string]string{"policy": mark})
+	eventually(t, timeout, "the policy is in force", func() error {
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: probeNS, Name: "probe-" + randomSuffix()}}
+		if err := k8s.Create(ctx, probe); err != nil {
+			return err
+		}
+		probe.Labels = map[string]string{v1alpha1.ManagedByLabel: "cmsync"}
+		if err := k8s.Update(ctx, probe); err == nil {
+			return errorf("write accepted")
+		}
+		return nil
+	})
+}
+
+// allowReplicaWrites removes what refuseReplicaWrites(mark) set up.
+func allowReplicaWrites(t *testing.T, mark string) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, k8s.Delete(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: mark}}))
+	must(t, k8s.Delete(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: mark}}))
 }

@@ -18,7 +18,8 @@ import (
 
 // The engine's update is a whole-object write conditional on the resourceVersion it
 // compared, falling back to a merge patch when the replica changed in between. Both
-// must bring cmsync's keys in line and keep what others added.
+// must bring cmsync's keys in line and keep what others added; a replica already in
+// line when the update conflicts is left alone.
 func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 	ctx := context.Background()
 	srcNS, target := newNamespace(t, "eng-src", nil), newNamespace(t, "eng-dst", nil)
@@ -30,7 +31,8 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 	owner := desired.AnnotationOwner(kind.Name(), types.NamespacedName{Namespace: srcNS, Name: "settings"})
 	replica := func() *corev1.ConfigMap { return desired.NewTemplate(kind, source, desired.Shape{}, owner).In(target) }
 	// The engine reads no cache here: every pass is handed the replica it compares.
-	engine := replicator.NewEngine(kind, k8s, nil, k8s, 1)
+	writer, _ := newMetaWriter(t)
+	engine := replicator.NewEngine(kind, writer, k8s, nil, k8s, 1)
 	sync := func(existing *corev1.ConfigMap) desired.Outcome {
 		t.Helper()
 		plan := replicator.Plan[*corev1.ConfigMap]{Targets: []string{target}, Template: desired.NewTemplate(kind, source, desired.Shape{}, owner)}
@@ -92,4 +94,20 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 	if read().Annotations["user-note-2"] != "m" {
 		t.Error("fallback: the edit made after the compared copy was lost")
 	}
+
+	// A copy cmsync's own later write has moved on from (the replica cache has not
+	// seen that write yet): the replica is in line, and is not written again.
+	before := read()
+	source.Data = map[string]string{"k": "v4"}
+	if got := sync(read()); got != desired.Updated {
+		t.Fatalf("outcome %v, want Updated", got)
+	}
+	written := read()
+	if got := sync(before); got != desired.InSync {
+		t.Errorf("outcome %v from a copy behind cmsync's own write, want InSync", got)
+	}
+	if now := read(); now.ResourceVersion != written.ResourceVersion {
+		t.Errorf("the replica was written again: resourceVersion %s, then %s", written.ResourceVersion, now.ResourceVersion)
+	}
+	check("behind", "v4", false)
 }
