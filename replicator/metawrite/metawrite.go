@@ -77,28 +77,29 @@ func New(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapper) (*Cl
 // Create creates obj and returns its metadata as the API server stored it. obj is
 // left as it was sent.
 func (c *Client) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) (*metav1.PartialObjectMetadata, error) {
-	segments, err := c.pathOf(obj, false)
-	if err != nil {
-		return nil, err
-	}
-	options := (&client.CreateOptions{}).ApplyOptions(opts).AsCreateOptions()
-	return c.answer(ctx, c.rest.Post().AbsPath(segments...).SpecificallyVersionedParams(options, parameterCodec, parameterVersion).Body(obj))
+	return c.write(ctx, http.MethodPost, obj, false, (&client.CreateOptions{}).ApplyOptions(opts).AsCreateOptions())
 }
 
 // Update replaces obj (conditional on its resourceVersion, when set) and returns its
 // metadata as the API server stored it. obj is left as it was sent.
 func (c *Client) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) (*metav1.PartialObjectMetadata, error) {
-	segments, err := c.pathOf(obj, true)
+	return c.write(ctx, http.MethodPut, obj, true, (&client.UpdateOptions{}).ApplyOptions(opts).AsUpdateOptions())
+}
+
+// write sends obj whole with verb to its collection, or to itself when named, and
+// decodes the metadata the API server answers with.
+func (c *Client) write(ctx context.Context, verb string, obj client.Object, named bool, options runtime.Object) (*metav1.PartialObjectMetadata, error) {
+	segments, err := c.pathOf(obj, named)
 	if err != nil {
 		return nil, err
 	}
-	options := (&client.UpdateOptions{}).ApplyOptions(opts).AsUpdateOptions()
-	return c.answer(ctx, c.rest.Put().AbsPath(segments...).SpecificallyVersionedParams(options, parameterCodec, parameterVersion).Body(obj))
-}
-
-func (c *Client) answer(ctx context.Context, req *rest.Request) (*metav1.PartialObjectMetadata, error) {
 	written := &metav1.PartialObjectMetadata{}
-	if err := req.SetHeader("Accept", metadataOnly).Do(ctx).Into(written); err != nil {
+	err = c.rest.Verb(verb).AbsPath(segments...).
+		SpecificallyVersionedParams(options, parameterCodec, parameterVersion).
+		Body(obj).
+		SetHeader("Accept", metadataOnly).
+		Do(ctx).Into(written)
+	if err != nil {
 		return nil, err
 	}
 	return written, nil
