@@ -30,6 +30,15 @@ func (p permission) String() string {
 	return fmt.Sprintf("%s %s/%s", p.verb, group, p.resource)
 }
 
+// mayGoUnused are grants cmsync needs only in a race the suite does not provoke.
+// client-go's events recorder turns an Event into a series (a patch of the first) when
+// one with the same key (the object at the same resourceVersion, the same reason) is
+// recorded again within 6 minutes. cmsync records an Event again for the same version
+// of a source only when a pass that read it before cmsync's own status write reached
+// the cache also changed replicas (writeThenAnnounce); without the grant, that rare
+// series would be refused. Such a grant may go unused, but never be refused.
+var mayGoUnused = map[permission]bool{{"events.k8s.io", "events", "patch"}: true}
+
 // checkLeastPrivilege compares what the chart grants cmsync's ServiceAccount (its
 // ClusterRole and leader-election Role, as installed) with what the whole suite saw
 // cmsync use in the API server's audit log. A grant never used, or a request the
@@ -43,9 +52,13 @@ func checkLeastPrivilege() error {
 	if err != nil {
 		return err
 	}
-	var problems []string
+	var problems, unused []string
 	for _, p := range granted {
-		if !used[p] {
+		switch {
+		case used[p]:
+		case mayGoUnused[p]:
+			unused = append(unused, p.String())
+		default:
 			problems = append(problems, "granted but never used: "+p.String())
 		}
 	}
@@ -60,7 +73,8 @@ func checkLeastPrivilege() error {
 	if len(problems) > 0 {
 		return fmt.Errorf("the chart's RBAC is not exactly what cmsync uses:\n  %s", strings.Join(problems, "\n  "))
 	}
-	fmt.Fprintf(os.Stderr, "e2e: least privilege: all %d granted permissions were used, none refused\n", len(granted))
+	fmt.Fprintf(os.Stderr, "e2e: least privilege: %d of %d granted permissions used, none refused; unused, as they may be: %v\n",
+		len(granted)-len(unused), len(granted), unused)
 	return nil
 }
 
