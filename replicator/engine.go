@@ -48,8 +48,9 @@ type ReplicaReader interface {
 	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
 }
 
-// ReplicaWriter creates and replaces whole replicas, and answers with their metadata
-// only (metawrite.Client): cmsync never reads a replica's content back from a write.
+// ReplicaWriter creates and replaces whole replicas, and returns only their metadata
+// (metawrite.Client, which asks the API server for metadata-only answers for large
+// replicas): nothing downstream of a write holds a replica's content.
 type ReplicaWriter interface {
 	Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) (*metav1.PartialObjectMetadata, error)
 	Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) (*metav1.PartialObjectMetadata, error)

@@ -8,15 +8,18 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
+	"github.com/cmsync/cmsync/replicator/metawrite"
 )
 
 // StylesResult is what the API server and etcd spend per update for each way of
@@ -26,17 +29,21 @@ type StylesResult struct {
 	Date       string        `json:"date"`
 	Machine    string        `json:"machine"`
 	Namespaces int           `json:"namespaces"`
+	SizeBytes  int           `json:"sizeBytes"`
 	Rounds     int           `json:"rounds"`
 	Styles     []StyleFigure `json:"styles"`
 }
 
 // StyleFigure is one way of writing, over the rounds: the API server's and etcd's CPU
-// seconds per 1,000 updates, and each round's.
+// seconds per 1,000 updates, and each round's, and the writer's own (the bench
+// process, which also drains the watch of a watched style).
 type StyleFigure struct {
-	Name          string    `json:"name"`
-	Watched       bool      `json:"watched"`
-	MedianPer1000 float64   `json:"medianServerCPUPer1000Updates"`
-	RoundsPer1000 []float64 `json:"roundsServerCPUPer1000Updates"`
+	Name                string    `json:"name"`
+	Watched             bool      `json:"watched"`
+	MedianPer1000       float64   `json:"medianServerCPUPer1000Updates"`
+	RoundsPer1000       []float64 `json:"roundsServerCPUPer1000Updates"`
+	MedianWriterPer1000 float64   `json:"medianWriterCPUPer1000Updates"`
+	RoundsWriterPer1000 []float64 `json:"roundsWriterCPUPer1000Updates"`
 }
 
 // writeStyle updates one object as a client would; it returns the object's new
@@ -46,21 +53,29 @@ type writeStyle struct {
 	write func(ctx context.Context, cm *corev1.ConfigMap) (string, error)
 }
 
-// writeStyles times the same updates of one replica-shaped 1 KiB ConfigMap per
-// namespace written three ways — client-go's default JSON without a precondition
-// (LIMIT's way), protobuf without a precondition, and cmsync's way (controller-runtime's
-// client: protobuf, conditional on the resourceVersion, field manager cmsync) — each
-// with no watcher and with a metadata-only watch of the objects open, as cmsync's
+// writeStyles times the same updates of one replica-shaped ConfigMap per namespace
+// (its payload -styles-size) written four ways — client-go's default JSON without a
+// precondition (LIMIT's way), protobuf without a precondition, controller-runtime's
+// client (protobuf, conditional on the resourceVersion, field manager cmsync: cmsync's
+// way below replicator's metadataAnswersFrom), and the same asking for the metadata
+// alone in the answer (metawrite: cmsync's way from that size up) —
+// each with no watcher and with a metadata-only watch of the objects open, as cmsync's
 // replica cache holds. The styles take turns in every round.
 func writeStyles(c config) error {
 	if c.rounds < 2 {
 		return fmt.Errorf("-write-styles needs -rounds of at least 2: the first round creates the objects")
 	}
-	b, stop, err := startBench(c, controlplane.Options{})
+	size, err := resource.ParseQuantity(c.stylesSize)
+	if err != nil {
+		return fmt.Errorf("-styles-size %q: %w", c.stylesSize, err)
+	}
+	// Old revisions count against etcd's quota until compacted (as in a sweep).
+	b, stop, err := startBench(c, controlplane.Options{EtcdQuotaBytes: 16 << 30})
 	if err != nil {
 		return err
 	}
 	defer stop()
+	b.payload = strings.Repeat("x", int(size.Value()))
 	ctx := context.Background()
 	step("creating %d namespaces", c.namespaces)
 	b.createNamespaces(ctx, c.namespaces)
@@ -117,14 +132,20 @@ func writeStyles(c config) error {
 			}
 			cpu := after["kube-apiserver"] - before["kube-apiserver"] + after["etcd"] - before["etcd"]
 			run.figure.RoundsPer1000 = append(run.figure.RoundsPer1000, cpu*1000/float64(len(b.targets)))
+			run.figure.RoundsWriterPer1000 = append(run.figure.RoundsWriterPer1000,
+				(after["bench"]-before["bench"])*1000/float64(len(b.targets)))
 		}
 	}
-	fmt.Printf("\nAPI server + etcd CPU s per 1,000 updates of a 1 KiB replica-shaped ConfigMap, %d namespaces, medians of %d rounds:\n",
-		c.namespaces, c.rounds-1)
-	res := StylesResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces, Rounds: c.rounds}
+	fmt.Printf("\nCPU s per 1,000 updates of a %s replica-shaped ConfigMap, %d namespaces, medians of %d rounds: "+
+		"API server + etcd, and the writer\n", c.stylesSize, c.namespaces, c.rounds-1)
+	res := StylesResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces,
+		SizeBytes: int(size.Value()), Rounds: c.rounds}
+	identity := func(v float64) float64 { return v }
 	for _, run := range runs {
-		run.figure.MedianPer1000 = medianOf(run.figure.RoundsPer1000, func(v float64) float64 { return v })
-		fmt.Printf("  %-32s %.2f  (rounds %s)\n", run.key, run.figure.MedianPer1000, floatList(run.figure.RoundsPer1000))
+		run.figure.MedianPer1000 = medianOf(run.figure.RoundsPer1000, identity)
+		run.figure.MedianWriterPer1000 = medianOf(run.figure.RoundsWriterPer1000, identity)
+		fmt.Printf("  %-32s %.2f  (rounds %s)  writer %.2f  (rounds %s)\n", run.key, run.figure.MedianPer1000,
+			floatList(run.figure.RoundsPer1000), run.figure.MedianWriterPer1000, floatList(run.figure.RoundsWriterPer1000))
 		res.Styles = append(res.Styles, run.figure)
 	}
 	return saveResult(c.out, "styles-", res)
@@ -154,7 +175,7 @@ func (b *bench) styleObject(key string, n, r int, version string) *corev1.Config
 	return &corev1.ConfigMap{ObjectMeta: o.ObjectMeta, Data: o.data}
 }
 
-// writeStyleList is the three ways of writing. Each creates an object without a
+// writeStyleList is the four ways of writing. Each creates an object without a
 // resourceVersion; the first two drop it on update, as a plain client that does not
 // read before it writes does.
 func (b *bench) writeStyleList() ([]writeStyle, error) {
@@ -166,7 +187,19 @@ func (b *bench) writeStyleList() ([]writeStyle, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmsyncWay, err := client.New(cfg, client.Options{})
+	typed, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return nil, err
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	metadataAnswers, err := metawrite.New(cfg, httpClient, mapper, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -190,14 +223,27 @@ func (b *bench) writeStyleList() ([]writeStyle, error) {
 	return []writeStyle{
 		{name: "json", write: unconditional(b.cs)},
 		{name: "protobuf", write: unconditional(protobufClient)},
-		{name: "cmsync", write: func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+		{name: "typed", write: func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
 			var err error
 			if cm.ResourceVersion == "" {
-				err = cmsyncWay.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+				err = typed.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
 			} else {
-				err = cmsyncWay.Update(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+				err = typed.Update(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
 			}
 			return cm.ResourceVersion, err
+		}},
+		{name: "metadata", write: func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+			var written *metav1.PartialObjectMetadata
+			var err error
+			if cm.ResourceVersion == "" {
+				written, err = metadataAnswers.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+			} else {
+				written, err = metadataAnswers.Update(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+			}
+			if err != nil {
+				return "", err
+			}
+			return written.ResourceVersion, nil
 		}},
 	}, nil
 }

@@ -1,14 +1,20 @@
-// Package metawrite creates and replaces whole objects of built-in kinds and reads back
-// only their metadata.
+// Package metawrite creates and replaces whole objects of built-in kinds and returns
+// only their metadata, read back from the API server's answer in whichever form costs
+// least for the object's size.
 //
 // The API server answers a create or an update with the whole object it wrote. A
-// writer of replicas has no use for their content, and reading it back is not free:
-// in a fan-out of 900 KiB ConfigMaps into 1,000 namespaces, receiving and decoding
-// those answers was over a third of cmsync's CPU, and encoding them 7% of the API
-// server's (make bench-sweep -profile). Asked with as=PartialObjectMetadata in the
-// Accept header, the API server answers any write with the object's metadata alone,
-// as client-go's metadata client asks for reads and patches. That client has no create
-// or update, so these two are written here, on client-go's REST client.
+// writer of replicas has no use for their content, and for large objects reading it
+// back is not free: in a fan-out of 900 KiB ConfigMaps into 1,000 namespaces,
+// receiving and decoding those answers was over a third of cmsync's CPU (make
+// bench-sweep -profile). Asked with as=PartialObjectMetadata in the Accept header, the
+// API server answers with the object's metadata alone, as client-go's metadata client
+// asks for reads and patches. That costs the API server more, though: 15-20% more
+// CPU per update of a 1 KiB or a 100 KiB ConfigMap than the whole answer (make bench
+// BENCH_ARGS=-write-styles), while the writer saves its decoding only for large
+// objects. So a Client asks for metadata-only answers from a size up (New's
+// metadataFrom), and below it takes the whole answer and keeps its metadata. The
+// metadata client has no create or update, so these two are written here, on
+// client-go's REST client.
 package metawrite
 
 import (
@@ -29,9 +35,13 @@ import (
 )
 
 // metadataOnly asks for PartialObjectMetadata, in protobuf or JSON; plain JSON last,
-// the form in which the API server writes the Status of a refused write.
-const metadataOnly = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1," +
-	"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+// the form in which the API server writes the Status of a refused write. wholeObject
+// asks for the object as written.
+const (
+	metadataOnly = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1," +
+		"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+	wholeObject = "application/vnd.kubernetes.protobuf,application/json"
+)
 
 // scheme knows the objects written (client-go's built-in kinds, sent in protobuf)
 // and the answers: PartialObjectMetadata, or the Status of a refused write.
@@ -52,14 +62,16 @@ var (
 // Client writes objects of built-in kinds and returns the metadata the API server
 // answers with. It is safe for concurrent use.
 type Client struct {
-	rest   *rest.RESTClient
-	mapper meta.RESTMapper
+	rest         *rest.RESTClient
+	mapper       meta.RESTMapper
+	metadataFrom int
 }
 
 // New returns a Client that sends its requests as cfg says (server, credentials,
 // rate limit) through httpClient, which it can share with other clients, and finds
-// each kind's resource with mapper.
-func New(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapper) (*Client, error) {
+// each kind's resource with mapper. It asks for metadata-only answers for objects of
+// metadataFrom bytes or more (in protobuf), and for whole answers below.
+func New(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapper, metadataFrom int) (*Client, error) {
 	config := rest.CopyConfig(cfg)
 	config.ContentType = runtime.ContentTypeProtobuf
 	config.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
@@ -71,7 +83,7 @@ func New(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapper) (*Cl
 	if err != nil {
 		return nil, fmt.Errorf("creating the metadata-answer client: %w", err)
 	}
-	return &Client{rest: restClient, mapper: mapper}, nil
+	return &Client{rest: restClient, mapper: mapper, metadataFrom: metadataFrom}, nil
 }
 
 // Create creates obj and returns its metadata as the API server stored it. obj is
@@ -87,30 +99,50 @@ func (c *Client) Update(ctx context.Context, obj client.Object, opts ...client.U
 }
 
 // write sends obj whole with verb to its collection, or to itself when named, and
-// decodes the metadata the API server answers with.
+// returns the metadata of the object the API server answers with.
 func (c *Client) write(ctx context.Context, verb string, obj client.Object, named bool, options runtime.Object) (*metav1.PartialObjectMetadata, error) {
-	segments, err := c.pathOf(obj, named)
-	if err != nil {
-		return nil, err
-	}
-	written := &metav1.PartialObjectMetadata{}
-	err = c.rest.Verb(verb).AbsPath(segments...).
-		SpecificallyVersionedParams(options, parameterCodec, parameterVersion).
-		Body(obj).
-		SetHeader("Accept", metadataOnly).
-		Do(ctx).Into(written)
-	if err != nil {
-		return nil, err
-	}
-	return written, nil
-}
-
-// pathOf is the API path of obj's collection, or of obj itself when named.
-func (c *Client) pathOf(obj client.Object, named bool) ([]string, error) {
 	gvk, err := apiutil.GVKForObject(obj, scheme)
 	if err != nil {
 		return nil, err
 	}
+	segments, err := c.pathOf(gvk, obj, named)
+	if err != nil {
+		return nil, err
+	}
+	request := c.rest.Verb(verb).AbsPath(segments...).
+		SpecificallyVersionedParams(options, parameterCodec, parameterVersion).
+		Body(obj)
+	if c.answersWithMetadata(obj) {
+		written := &metav1.PartialObjectMetadata{}
+		if err := request.SetHeader("Accept", metadataOnly).Do(ctx).Into(written); err != nil {
+			return nil, err
+		}
+		return written, nil
+	}
+	whole, err := scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := request.SetHeader("Accept", wholeObject).Do(ctx).Into(whole); err != nil {
+		return nil, err
+	}
+	written, err := meta.Accessor(whole)
+	if err != nil {
+		return nil, err
+	}
+	return meta.AsPartialObjectMetadata(written), nil
+}
+
+// answersWithMetadata says whether obj is large enough for a metadata-only answer:
+// its protobuf size, which every built-in kind knows, against metadataFrom.
+func (c *Client) answersWithMetadata(obj client.Object) bool {
+	sized, ok := obj.(interface{ Size() int })
+	return !ok || sized.Size() >= c.metadataFrom
+}
+
+// pathOf is the API path of the collection of obj, of kind gvk, or of obj itself when
+// named.
+func (c *Client) pathOf(gvk schema.GroupVersionKind, obj client.Object, named bool) ([]string, error) {
 	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, err

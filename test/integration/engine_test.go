@@ -31,7 +31,7 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 	owner := desired.AnnotationOwner(kind.Name(), types.NamespacedName{Namespace: srcNS, Name: "settings"})
 	replica := func() *corev1.ConfigMap { return desired.NewTemplate(kind, source, desired.Shape{}, owner).In(target) }
 	// The engine reads no cache here: every pass is handed the replica it compares.
-	writer, _ := newMetaWriter(t)
+	writer, _ := newMetaWriter(t, 0)
 	engine := replicator.NewEngine(kind, writer, k8s, nil, k8s, 1)
 	sync := func(existing *corev1.ConfigMap) desired.Outcome {
 		t.Helper()

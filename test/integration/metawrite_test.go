@@ -23,9 +23,10 @@ type answer struct {
 	bytes               int
 }
 
-// newMetaWriter returns a metawrite.Client on the test's API server and the answers
-// it has received so far.
-func newMetaWriter(t *testing.T) (*metawrite.Client, func() []answer) {
+// newMetaWriter returns a metawrite.Client on the test's API server that asks for
+// metadata-only answers for objects of metadataFrom bytes or more, and the answers it
+// has received so far.
+func newMetaWriter(t *testing.T, metadataFrom int) (*metawrite.Client, func() []answer) {
 	t.Helper()
 	var mu sync.Mutex
 	var answers []answer
@@ -47,7 +48,7 @@ func newMetaWriter(t *testing.T) (*metawrite.Client, func() []answer) {
 	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	must(t, err)
-	writer, err := metawrite.New(cfg, httpClient, k8s.RESTMapper())
+	writer, err := metawrite.New(cfg, httpClient, k8s.RESTMapper(), metadataFrom)
 	must(t, err)
 	return writer, func() []answer {
 		mu.Lock()
@@ -61,7 +62,7 @@ func newMetaWriter(t *testing.T) (*metawrite.Client, func() []answer) {
 // only; refused writes come back as the API's own errors.
 func TestMetaWriteAnswersWithMetadataOnly(t *testing.T) {
 	ctx := context.Background()
-	writer, answers := newMetaWriter(t)
+	writer, answers := newMetaWriter(t, 0)
 	ns := newNamespace(t, "metawrite", nil)
 	big := strings.Repeat("x", 200<<10)
 	cm := &corev1.ConfigMap{
@@ -126,5 +127,52 @@ func TestMetaWriteAnswersWithMetadataOnly(t *testing.T) {
 	must(t, k8s.Get(ctx, client.ObjectKeyFromObject(secret), got))
 	if string(got.Data["k"]) != "v" {
 		t.Errorf("Secret data %v", got.Data)
+	}
+}
+
+// Below the size given, a write asks for the whole object back and returns its
+// metadata; from that size up, for the metadata only. Both return what was stored.
+func TestMetaWriteAnswersSmallObjectsWhole(t *testing.T) {
+	ctx := context.Background()
+	writer, answers := newMetaWriter(t, 64<<10)
+	ns := newNamespace(t, "metawrite-sizes", nil)
+	for _, tc := range []struct {
+		name      string
+		payload   int
+		wantWhole bool
+	}{
+		{name: "small", payload: 16 << 10, wantWhole: true},
+		{name: "large", payload: 128 << 10, wantWhole: false},
+	} {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name, Labels: map[string]string{"size": tc.name}},
+			Data:       map[string]string{"payload": strings.Repeat("x", tc.payload)},
+		}
+		before := len(answers())
+		created, err := writer.Create(ctx, cm, client.FieldOwner("metawrite-test"))
+		must(t, err)
+		cm.ResourceVersion = created.ResourceVersion
+		cm.Data["v"] = "2"
+		updated, err := writer.Update(ctx, cm, client.FieldOwner("metawrite-test"))
+		must(t, err)
+
+		stored, err := getConfigMap(ns, tc.name)
+		must(t, err)
+		if created.UID != stored.UID || updated.UID != stored.UID || updated.ResourceVersion != stored.ResourceVersion ||
+			updated.Labels["size"] != tc.name || stored.Data["v"] != "2" || len(stored.Data["payload"]) != tc.payload {
+			t.Errorf("%s: answered %s/%s then %s/%s %v; stored %s/%s, v %q, %d bytes of payload", tc.name,
+				created.UID, created.ResourceVersion, updated.UID, updated.ResourceVersion, updated.Labels,
+				stored.UID, stored.ResourceVersion, stored.Data["v"], len(stored.Data["payload"]))
+		}
+		got := answers()[before:]
+		if len(got) != 2 {
+			t.Fatalf("%s: %d answers, want 2", tc.name, len(got))
+		}
+		for _, a := range got {
+			if whole := a.bytes > tc.payload; whole != tc.wantWhole {
+				t.Errorf("%s: %s answered %d bytes of %q for a payload of %d, want the whole object: %v",
+					tc.name, a.method, a.bytes, a.contentType, tc.payload, tc.wantWhole)
+			}
+		}
 	}
 }
