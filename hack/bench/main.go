@@ -221,7 +221,8 @@ func main() {
 			"next to a neighbour's requests; writes bench/results/apf-<time>.json")
 	flag.BoolVar(&c.writeStyles, "write-styles", false,
 		"measure the API server's and etcd's CPU per update instead, for the same object written as LIMIT writes it, in protobuf, "+
-			"with controller-runtime's client, and the same with metadata-only answers (cmsync's two ways, by size), each with and without a metadata watch of the objects; -n namespaces, -rounds rounds (the first creates); "+
+			"with controller-runtime's client, and the same with metadata-only answers (cmsync's two ways, by size), "+
+			"each with and without a metadata watch of the objects; -n namespaces, -rounds rounds (the first creates); "+
 			"writes bench/results/styles-<time>.json")
 	flag.StringVar(&c.stylesSize, "styles-size", "1Ki", "payload of each object of -write-styles")
 	flag.StringVar(&c.plot, "plot", "", "only draw the plots of these sweep JSON files (comma-separated; a later file's point replaces an earlier one's)")
