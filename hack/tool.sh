@@ -23,8 +23,8 @@ case "$1" in
   # Not go-installable at this version: a dependency's pinned pseudo-version is refused
   # by the module proxy, so they are built from a throwaway module that replaces it.
   # Built without the service-discovery plugins (Prometheus' remove_all_sd tag): the
-  # tests scrape static targets only, and the cloud providers' SDKs were most of the
-  # build.
+  # tests scrape static targets only, and the cloud providers' SDKs doubled the
+  # binaries' size.
   promtool|prometheus) pkg="github.com/prometheus/prometheus/cmd/$1"; version=v0.316.0 ;;
   *) echo "tool.sh: unknown tool $1" >&2; exit 2 ;;
 esac

@@ -24,8 +24,9 @@ import (
 // replica of the owner it works for.
 type Engine[T desired.Object] struct {
 	kind desired.Kind[T]
-	// writer creates and replaces replicas; client patches and deletes them, by
-	// metadata (desired.NewMetadata), so that no answer carries a replica's content.
+	// writer creates and replaces replicas and keeps only their metadata; client
+	// patches and deletes them by metadata (desired.NewMetadata), so that no answer
+	// to a patch or delete carries a replica's content.
 	writer    ReplicaWriter
 	client    client.Client
 	replicas  ReplicaReader

@@ -41,9 +41,10 @@ type Options struct {
 // metadataAnswersFrom is the size of a replica (in protobuf) from which cmsync asks
 // the API server to answer its writes with the replica's metadata only. Measured with
 // make bench BENCH_ARGS="-write-styles -styles-size …": per 1,000 updates the
-// metadata-only answer cost the API server 0.3 s more CPU at 1 KiB and 1.0 s more at
-// 100 KiB, and saved cmsync 0.0 and 0.5 s; at 900 KiB it saved cmsync 4.2 s, half its
-// CPU, for no more of the API server's. The two cross between 100 and 900 KiB.
+// metadata-only answer cost the API server and etcd 0.3 s more CPU at 1 KiB (15%) and
+// 1.0 s more at 100 KiB (19%), and saved the writer 0.0 and 0.5 s; at 900 KiB it saved
+// the writer 4.2 s, half its CPU, with no difference at the API server that the rounds'
+// spread could show. The two cross between 100 and 900 KiB.
 const metadataAnswersFrom = 256 << 10
 
 // Values of Options.ConfigMapSync.

@@ -8,11 +8,11 @@
 // receiving and decoding those answers was over a third of cmsync's CPU (make
 // bench-sweep -profile). Asked with as=PartialObjectMetadata in the Accept header, the
 // API server answers with the object's metadata alone, as client-go's metadata client
-// asks for reads and patches. That costs the API server more, though: 15-20% more
-// CPU per update of a 1 KiB or a 100 KiB ConfigMap than the whole answer (make bench
-// BENCH_ARGS=-write-styles), while the writer saves its decoding only for large
-// objects. So a Client asks for metadata-only answers from a size up (New's
-// metadataFrom), and below it takes the whole answer and keeps its metadata. The
+// asks for reads and patches. That costs the API server more than the whole answer,
+// though, while the writer saves its decoding only for large objects (the figures are
+// at replicator's metadataAnswersFrom). So a Client asks for metadata-only answers
+// from a size up (New's metadataFrom), and below it takes the whole answer and keeps
+// its metadata. The
 // metadata client has no create or update, so these two are written here, on
 // client-go's REST client.
 package metawrite
