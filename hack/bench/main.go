@@ -51,7 +51,7 @@ type config struct {
 	sweepN, sweepS, sweepSizes                                    string
 	sweepBaseN, sweepRounds, sweepShortRounds, sweepRestarts      int
 	restartVariants                                               string
-	plot, plotDir, stylesSize                                     string
+	plot, plotDir, stylesSize, stylesOp                           string
 }
 
 // Result is one run's figures; durations in seconds, memory in MiB.
@@ -225,6 +225,9 @@ func main() {
 			"each with and without a metadata watch of the objects; -n namespaces, -rounds rounds (the first creates); "+
 			"writes bench/results/styles-<time>.json")
 	flag.StringVar(&c.stylesSize, "styles-size", "1Ki", "payload of each object of -write-styles")
+	flag.StringVar(&c.stylesOp, "styles-op", "update",
+		"what -write-styles times: update, or delete (each round creates the objects untimed, then deletes them; "+
+			"LIMIT's two ways without a precondition, controller-runtime's typed and metadata clients on the UID)")
 	flag.StringVar(&c.plot, "plot", "", "only draw the plots of these sweep JSON files (comma-separated; a later file's point replaces an earlier one's)")
 	flag.StringVar(&c.plotDir, "plot-dir", "bench/plots", "directory of the sweep's PNG plots")
 	flag.Parse()

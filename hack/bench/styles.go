@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -31,6 +32,7 @@ type StylesResult struct {
 	Namespaces int           `json:"namespaces"`
 	SizeBytes  int           `json:"sizeBytes"`
 	Rounds     int           `json:"rounds"`
+	Operation  string        `json:"operation,omitempty"` // update (when empty) or delete
 	Styles     []StyleFigure `json:"styles"`
 }
 
@@ -46,11 +48,19 @@ type StyleFigure struct {
 	RoundsWriterPer1000 []float64 `json:"roundsWriterCPUPer1000Updates"`
 }
 
-// writeStyle updates one object as a client would; it returns the object's new
-// resourceVersion.
+// writeStyle creates or updates one object as a client would, and deletes it as that
+// client would.
 type writeStyle struct {
-	name  string
-	write func(ctx context.Context, cm *corev1.ConfigMap) (string, error)
+	name   string
+	write  func(ctx context.Context, cm *corev1.ConfigMap) (written, error)
+	delete func(ctx context.Context, cm *corev1.ConfigMap, uid types.UID) error
+}
+
+// written is what a style's write answered: the object's new resourceVersion, and its
+// UID for the style's delete precondition.
+type written struct {
+	version string
+	uid     types.UID
 }
 
 // writeStyles times the same updates of one replica-shaped ConfigMap per namespace
@@ -60,9 +70,16 @@ type writeStyle struct {
 // way below replicator's metadataAnswersFrom), and the same asking for the metadata
 // alone in the answer (metawrite: cmsync's way from that size up) —
 // each with no watcher and with a metadata-only watch of the objects open, as cmsync's
-// replica cache holds. The styles take turns in every round.
+// replica cache holds. The styles take turns in every round. With -styles-op delete it
+// times deletes instead: in every round each style creates its objects (untimed), then
+// deletes them, the first two without a precondition (LIMIT's way), the last two on the
+// UID created, as cmsync deletes a replica (its way today: the metadata client).
 func writeStyles(c config) error {
-	if c.rounds < 2 {
+	deletes := c.stylesOp == "delete"
+	if !deletes && c.stylesOp != "update" {
+		return fmt.Errorf("-styles-op %q: update or delete", c.stylesOp)
+	}
+	if c.rounds < 2 && !deletes {
 		return fmt.Errorf("-write-styles needs -rounds of at least 2: the first round creates the objects")
 	}
 	size, err := resource.ParseQuantity(c.stylesSize)
@@ -84,24 +101,33 @@ func writeStyles(c config) error {
 	if err != nil {
 		return err
 	}
-	// A run is one style, watched or not, with its objects' resourceVersions.
+	// A run is one style, watched or not, with what its last writes answered.
 	type run struct {
-		style    writeStyle
-		figure   StyleFigure
-		key      string
-		versions []string
+		style   writeStyle
+		figure  StyleFigure
+		key     string
+		written []written
 	}
 	var runs []*run
 	for _, watched := range []bool{false, true} {
 		for _, s := range styles {
 			runs = append(runs, &run{style: s, figure: StyleFigure{Name: s.name, Watched: watched},
-				key: styleKey(s.name, watched), versions: make([]string, len(b.targets))})
+				key: styleKey(s.name, watched), written: make([]written, len(b.targets))})
 		}
 	}
 	watches := metadata.NewForConfigOrDie(b.env.Config)
 	for r := range c.rounds {
-		step("round %d of %d: %d updates in each of %d styles", r+1, c.rounds, len(b.targets), len(runs))
+		step("round %d of %d: %d %ss in each of %d styles", r+1, c.rounds, len(b.targets), c.stylesOp, len(runs))
 		for _, run := range runs {
+			if deletes { // the objects this round deletes, created untimed
+				if err := parallel(c.workers, len(b.targets), func(n int) error {
+					w, err := run.style.write(ctx, b.styleObject(run.key, n, r, ""))
+					run.written[n] = w
+					return err
+				}); err != nil {
+					return fmt.Errorf("%s: creating: %w", run.key, err)
+				}
+			}
 			closeWatch := func() {}
 			if run.figure.Watched {
 				w, err := watches.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace("").Watch(ctx,
@@ -118,8 +144,11 @@ func writeStyles(c config) error {
 			time.Sleep(time.Second) // the previous style's writes settle
 			before := processCPU()
 			err := parallel(c.workers, len(b.targets), func(n int) error {
-				rv, err := run.style.write(ctx, b.styleObject(run.key, n, r, run.versions[n]))
-				run.versions[n] = rv
+				if deletes {
+					return run.style.delete(ctx, b.styleObject(run.key, n, r, ""), run.written[n].uid)
+				}
+				w, err := run.style.write(ctx, b.styleObject(run.key, n, r, run.written[n].version))
+				run.written[n] = w
 				return err
 			})
 			after := processCPU()
@@ -127,7 +156,7 @@ func writeStyles(c config) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", run.key, err)
 			}
-			if r == 0 {
+			if r == 0 && !deletes {
 				continue // the first round creates the objects
 			}
 			cpu := after["kube-apiserver"] - before["kube-apiserver"] + after["etcd"] - before["etcd"]
@@ -136,10 +165,14 @@ func writeStyles(c config) error {
 				(after["bench"]-before["bench"])*1000/float64(len(b.targets)))
 		}
 	}
-	fmt.Printf("\nCPU s per 1,000 updates of a %s replica-shaped ConfigMap, %d namespaces, medians of %d rounds: "+
-		"API server + etcd, and the writer\n", c.stylesSize, c.namespaces, c.rounds-1)
+	measured := c.rounds - 1
+	if deletes {
+		measured = c.rounds
+	}
+	fmt.Printf("\nCPU s per 1,000 %ss of a %s replica-shaped ConfigMap, %d namespaces, medians of %d rounds: "+
+		"API server + etcd, and the writer\n", c.stylesOp, c.stylesSize, c.namespaces, measured)
 	res := StylesResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces,
-		SizeBytes: int(size.Value()), Rounds: c.rounds}
+		SizeBytes: int(size.Value()), Rounds: c.rounds, Operation: c.stylesOp}
 	identity := func(v float64) float64 { return v }
 	for _, run := range runs {
 		run.figure.MedianPer1000 = medianOf(run.figure.RoundsPer1000, identity)
@@ -203,47 +236,61 @@ func (b *bench) writeStyleList() ([]writeStyle, error) {
 	if err != nil {
 		return nil, err
 	}
-	unconditional := func(cs *kubernetes.Clientset) func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
-		return func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
-			configMaps := cs.CoreV1().ConfigMaps(cm.Namespace)
-			var out *corev1.ConfigMap
-			var err error
-			if cm.ResourceVersion == "" {
-				out, err = configMaps.Create(ctx, cm, metav1.CreateOptions{})
-			} else {
-				cm.ResourceVersion = ""
-				out, err = configMaps.Update(ctx, cm, metav1.UpdateOptions{})
-			}
-			if err != nil {
-				return "", err
-			}
-			return out.ResourceVersion, nil
+	unconditional := func(cs *kubernetes.Clientset) writeStyle {
+		return writeStyle{
+			write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
+				configMaps := cs.CoreV1().ConfigMaps(cm.Namespace)
+				var out *corev1.ConfigMap
+				var err error
+				if cm.ResourceVersion == "" {
+					out, err = configMaps.Create(ctx, cm, metav1.CreateOptions{})
+				} else {
+					cm.ResourceVersion = ""
+					out, err = configMaps.Update(ctx, cm, metav1.UpdateOptions{})
+				}
+				if err != nil {
+					return written{}, err
+				}
+				return written{version: out.ResourceVersion, uid: out.UID}, nil
+			},
+			delete: func(ctx context.Context, cm *corev1.ConfigMap, _ types.UID) error {
+				return cs.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{})
+			},
 		}
 	}
+	named := func(name string, s writeStyle) writeStyle { s.name = name; return s }
 	return []writeStyle{
-		{name: "json", write: unconditional(b.cs)},
-		{name: "protobuf", write: unconditional(protobufClient)},
-		{name: "typed", write: func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
+		named("json", unconditional(b.cs)),
+		named("protobuf", unconditional(protobufClient)),
+		{name: "typed", write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
 			var err error
 			if cm.ResourceVersion == "" {
 				err = typed.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
 			} else {
 				err = typed.Update(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
 			}
-			return cm.ResourceVersion, err
+			return written{version: cm.ResourceVersion, uid: cm.UID}, err
+		}, delete: func(ctx context.Context, cm *corev1.ConfigMap, uid types.UID) error {
+			return typed.Delete(ctx, cm, client.Preconditions{UID: &uid})
 		}},
-		{name: "metadata", write: func(ctx context.Context, cm *corev1.ConfigMap) (string, error) {
-			var written *metav1.PartialObjectMetadata
+		{name: "metadata", write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
+			var w *metav1.PartialObjectMetadata
 			var err error
 			if cm.ResourceVersion == "" {
-				written, err = metadataAnswers.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+				w, err = metadataAnswers.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
 			} else {
-				written, err = metadataAnswers.Update(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+				w, err = metadataAnswers.Update(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
 			}
 			if err != nil {
-				return "", err
+				return written{}, err
 			}
-			return written.ResourceVersion, nil
+			return written{version: w.ResourceVersion, uid: w.UID}, nil
+		}, delete: func(ctx context.Context, cm *corev1.ConfigMap, uid types.UID) error {
+			// Given metadata, controller-runtime's client deletes through its metadata
+			// client, as replicator's engine does.
+			at := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: cm.Name}}
+			return typed.Delete(ctx, at, client.Preconditions{UID: &uid})
 		}},
 	}, nil
 }
