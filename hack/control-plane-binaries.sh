@@ -65,9 +65,16 @@ build_kubernetes() {
     ldflags+=" -X k8s.io/component-base/version.gitMinor=${minor} -X k8s.io/component-base/version.gitTreeState=clean"
     ldflags+=" -X k8s.io/client-go/pkg/version.gitVersion=${K8S_VERSION} -X k8s.io/client-go/pkg/version.gitMajor=1"
     ldflags+=" -X k8s.io/client-go/pkg/version.gitMinor=${minor}"
-    for c in "${KUBE_CMDS[@]}"; do
-      [ -x "$OUT/$c" ] || go build -trimpath -ldflags="$ldflags" -o "$OUT/$c" "k8s.io/kubernetes/cmd/$c"
-    done
+    # Without DWARF (-s -w, as Kubernetes' own release build links them): stack traces
+    # keep their symbols, and the links write far less. One go build for all the missing
+    # commands, so that one's link runs while the next compiles.
+    ldflags+=" -s -w"
+    local c pkgs=()
+    for c in "${KUBE_CMDS[@]}"; do [ -x "$OUT/$c" ] || pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+    # Built beside the cache and moved in, so that a binary is there whole or not at all
+    # for callers that look before they take the lock.
+    go build -trimpath -ldflags="$ldflags" -o "$work/bin/" "${pkgs[@]}"
+    mv "$work"/bin/* "$OUT/"
   )
 }
 
@@ -87,7 +94,8 @@ package tools
 import _ "go.etcd.io/etcd/server/v3"
 GO
     go mod tidy >/dev/null 2>&1 || go mod tidy
-    go build -trimpath -o "$OUT/etcd" go.etcd.io/etcd/server/v3
+    go build -trimpath -ldflags="-s -w" -o "$work/etcd.bin" go.etcd.io/etcd/server/v3
+    mv "$work/etcd.bin" "$OUT/etcd"
   )
 }
 

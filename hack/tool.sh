@@ -29,24 +29,40 @@ case "$1" in
   *) echo "tool.sh: unknown tool $1" >&2; exit 2 ;;
 esac
 dir="$CACHE/$1-$version"
-case "$1" in promtool|prometheus) built_from_module=1 ;; *) built_from_module= ;; esac
-if [ -n "$built_from_module" ] && [ ! -x "$dir/$1" ]; then
-  echo "tool.sh: building $1 $version (first time only)" >&2
-  work="$(mktemp -d)"
-  trap 'rm -rf "$work"' EXIT
-  (
-    cd "$work"
-    go mod init cmsync.local/prometheus >/dev/null 2>&1
-    go mod edit -require="github.com/prometheus/prometheus@$version" \
-      -replace=github.com/hashicorp/nomad/api=github.com/hashicorp/nomad/api@v0.0.0-20230605233119-67e39d5d248f
-    printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
-    GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || GOFLAGS=-mod=mod go mod tidy
-    GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -tags remove_all_sd -o "$dir/$1" "$pkg"
-  )
-fi
-if [ ! -x "$dir/$1" ]; then
-  echo "tool.sh: building $1 $version (first time only)" >&2
-  # shellcheck disable=SC2086 # pkg may list several packages of one module
-  GOBIN="$dir" GOFLAGS= CGO_ENABLED=0 go install $(printf "%s@$version " $pkg)
-fi
+if [ -x "$dir/$1" ]; then echo "$dir/$1"; exit 0; fi
+
+# One builder per tool: a caller that comes while another builds it (make test's
+# background builder, hack/tools-ahead.sh, or the step that needs the tool) waits for
+# that build instead of starting its own.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.$1.lock"
+flock 9
+if [ -x "$dir/$1" ]; then echo "$dir/$1"; exit 0; fi
+
+echo "tool.sh: building $1 $version (first time only)" >&2
+# Built beside the cache and renamed in, so that a tool is there whole or not at all for
+# callers that look before they take the lock. Linked without DWARF (-s -w): the tools
+# are run, never debugged, and the big ones (golangci-lint, cosign, Prometheus) link
+# faster.
+partial="$dir.partial"
+rm -rf "$partial"
+case "$1" in
+  promtool|prometheus)
+    work="$(mktemp -d)"
+    trap 'rm -rf "$work"' EXIT
+    (
+      cd "$work"
+      go mod init cmsync.local/prometheus >/dev/null 2>&1
+      go mod edit -require="github.com/prometheus/prometheus@$version" \
+        -replace=github.com/hashicorp/nomad/api=github.com/hashicorp/nomad/api@v0.0.0-20230605233119-67e39d5d248f
+      printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" > tools.go
+      GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || GOFLAGS=-mod=mod go mod tidy
+      GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -tags remove_all_sd -ldflags="-s -w" -o "$partial/$1" "$pkg"
+    ) ;;
+  *)
+    # shellcheck disable=SC2086 # pkg may list several packages of one module
+    GOBIN="$partial" GOFLAGS= CGO_ENABLED=0 go install -ldflags="-s -w" $(printf "%s@$version " $pkg) ;;
+esac
+rm -rf "$dir"
+mv "$partial" "$dir"
 echo "$dir/$1"
