@@ -95,7 +95,8 @@ func parseFlags() options {
 		"Directory holding tls.crt and tls.key for --metrics-secure (reloaded when they change); empty: a self-signed certificate.")
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
 	flag.Float64Var(&o.qps, "kube-api-qps", 0,
-		"Client-side limit of API requests per second; 0 (the default): none, the API server's flow control (APF) paces cmsync, "+
+		"Client-side limit of API requests per second, for each of cmsync's API clients (those of the kinds it reads and writes, "+
+			"and the lease's own, so that replica writes never delay a lease renewal); 0 (the default): none, the API server's flow control (APF) paces cmsync, "+
 			"whose requests in flight are bounded by --max-concurrent-reconciles.")
 	flag.IntVar(&o.burst, "kube-api-burst", 2000, "Client-side burst of API requests, with --kube-api-qps.")
 	flag.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Sources reconciled in parallel.")
