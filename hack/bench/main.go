@@ -121,6 +121,11 @@ type Split struct {
 	InFlight      float64 `json:"inFlight"`
 	// CPU is the CPU seconds each process used during the phase.
 	CPU map[string]float64 `json:"cpuSeconds"`
+	// CPUWithAftermath is the CPU seconds each process used from the phase's start
+	// until phaseAftermath after its end, less what it used in as long a quiet window
+	// just before the start: all the work the phase caused, the watch events and
+	// other work the API server does after a write is answered included.
+	CPUWithAftermath map[string]float64 `json:"cpuSecondsWithAftermath"`
 	// Requests counts the API server's requests during the phase, by verb and
 	// resource, from everyone (the bench's reads of /metrics included).
 	Requests map[string]int `json:"requests"`
@@ -883,13 +888,13 @@ func (b *bench) breakdown(w windows, pick func(auditEvent) bool) Breakdown {
 	split := func(i int) Split {
 		s, p := spans[i], phases[i]
 		if s.writes == 0 {
-			return Split{CPU: p.cpu, Requests: p.requests}
+			return Split{CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests}
 		}
 		writing := s.last.Sub(s.first)
 		return Split{BeforeFirstWrite: s.first.Sub(p.start).Seconds(), Writing: writing.Seconds(),
 			AfterLastWrite: p.end.Sub(s.last).Seconds(), Writes: s.writes,
 			LatencyMillis: float64(s.busy.Milliseconds()) / float64(s.writes), InFlight: s.busy.Seconds() / max(writing.Seconds(), 1e-9),
-			CPU: p.cpu, Requests: p.requests}
+			CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests}
 	}
 	return Breakdown{Create: split(0), Update: split(1), Delete: split(2)}
 }
@@ -1182,12 +1187,22 @@ func parallel(workers, n int, fn func(i int) error) error {
 }
 
 // window is when a timed phase started and when its clock stopped, and the CPU
-// seconds each process of the bench used in between.
+// seconds each process of the bench used in between, and with the phase's aftermath.
 type window struct {
-	start, end time.Time
-	cpu        map[string]float64
-	requests   map[string]int
+	start, end       time.Time
+	cpu              map[string]float64
+	cpuWithAftermath map[string]float64
+	requests         map[string]int
 }
+
+// phaseAftermath is how long after a phase's end its CPU with aftermath is read (and
+// how long the quiet window before its start is). The CPU read at the end alone is
+// not the same measure for LIMIT and cmsync: LIMIT's phase ends at its last answer,
+// cmsync's when the bench has read from the audit log that its last write completed,
+// so cmsync's window took in some of the work the API server does after answering (its
+// watch cache decoding each write's event from etcd and sending it to its watchers),
+// which LIMIT's left out. A second is ample for that work at 10,000 writes a phase.
+const phaseAftermath = time.Second
 
 func (w window) seconds() float64 { return w.end.Sub(w.start).Seconds() }
 
@@ -1199,12 +1214,22 @@ func (w windows) phases() Phases {
 }
 
 func (b *bench) timed(fn func() error) window {
-	before, requestsBefore := processCPU(), b.apiRequests()
+	// The reads of the API server's /metrics are outside both CPU windows.
+	requestsBefore := b.apiRequests()
+	quietFrom := processCPU()
+	time.Sleep(phaseAftermath)
+	before := processCPU()
 	start := time.Now()
 	must(fn())
-	w := window{start: start, end: time.Now(), cpu: processCPU(), requests: b.apiRequests()}
+	w := window{start: start, end: time.Now(), cpu: processCPU()}
+	time.Sleep(phaseAftermath)
+	after := processCPU()
+	w.requests = b.apiRequests()
+	w.cpuWithAftermath = map[string]float64{}
 	for name, seconds := range w.cpu {
 		w.cpu[name] = seconds - before[name]
+		quiet := before[name] - quietFrom[name]
+		w.cpuWithAftermath[name] = after[name] - before[name] - quiet
 	}
 	for name, n := range w.requests {
 		if w.requests[name] = n - requestsBefore[name]; w.requests[name] == 0 {

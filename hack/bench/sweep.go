@@ -50,6 +50,10 @@ type Point struct {
 	// the median over the rounds of each phase.
 	LimitServerCPUPer1000  Phases `json:"limitServerCPUPer1000Writes"`
 	CmsyncServerCPUPer1000 Phases `json:"cmsyncServerCPUPer1000Writes"`
+	// ServerCPUPer1000WithAftermath is the same from each phase's CPU with aftermath
+	// (Split.CPUWithAftermath): the measure that counts the same work for both.
+	LimitServerCPUPer1000WithAftermath  Phases `json:"limitServerCPUPer1000WritesWithAftermath"`
+	CmsyncServerCPUPer1000WithAftermath Phases `json:"cmsyncServerCPUPer1000WritesWithAftermath"`
 	// Memory is cmsync's resident size with the point's replicas in place.
 	Memory Memory `json:"memory"`
 	// TerminatedWatchers counts the watches of ConfigMaps the API server closed
@@ -290,8 +294,12 @@ func (b *bench) measurePoint(p *Point) {
 	p.Limit, p.Cmsync = medians(p.LimitRounds), medians(p.CmsyncRounds)
 	p.Ratios = Phases{Create: p.Cmsync.Create / p.Limit.Create, Update: p.Cmsync.Update / p.Limit.Update, Delete: p.Cmsync.Delete / p.Limit.Delete}
 	p.LimitCPU, p.CmsyncCPU = cpuMedians(p.LimitBreakdown), cpuMedians(p.CmsyncBreakdown)
-	p.LimitServerCPUPer1000 = serverCPUPer1000(p.LimitBreakdown, p.Replicas)
-	p.CmsyncServerCPUPer1000 = serverCPUPer1000(p.CmsyncBreakdown, p.Replicas)
+	atEnd := func(s Split) map[string]float64 { return s.CPU }
+	withAftermath := func(s Split) map[string]float64 { return s.CPUWithAftermath }
+	p.LimitServerCPUPer1000 = serverCPUPer1000(p.LimitBreakdown, p.Replicas, atEnd)
+	p.CmsyncServerCPUPer1000 = serverCPUPer1000(p.CmsyncBreakdown, p.Replicas, atEnd)
+	p.LimitServerCPUPer1000WithAftermath = serverCPUPer1000(p.LimitBreakdown, p.Replicas, withAftermath)
+	p.CmsyncServerCPUPer1000WithAftermath = serverCPUPer1000(p.CmsyncBreakdown, p.Replicas, withAftermath)
 }
 
 // createNamespaces creates the n target namespaces bench-0000… and the sources'
@@ -327,11 +335,11 @@ func cpuMedians(rounds []Breakdown) map[string]map[string]float64 {
 }
 
 // serverCPUPer1000 is the median over the rounds of kube-apiserver's and etcd's CPU
-// seconds per 1,000 writes, by phase.
-func serverCPUPer1000(rounds []Breakdown, writes int) Phases {
+// seconds per 1,000 writes, by phase, from the CPU figures cpuOf picks.
+func serverCPUPer1000(rounds []Breakdown, writes int, cpuOf func(Split) map[string]float64) Phases {
 	per := func(get func(Breakdown) Split) float64 {
 		return medianOf(rounds, func(b Breakdown) float64 {
-			cpu := get(b).CPU
+			cpu := cpuOf(get(b))
 			return (cpu["kube-apiserver"] + cpu["etcd"]) / float64(writes) * 1000
 		})
 	}
@@ -449,6 +457,9 @@ func printPoint(p Point) {
 	fmt.Printf("  API server + etcd CPU s per 1,000 writes: create %.2f/%.2f update %.2f/%.2f delete %.2f/%.2f\n",
 		p.CmsyncServerCPUPer1000.Create, p.LimitServerCPUPer1000.Create, p.CmsyncServerCPUPer1000.Update,
 		p.LimitServerCPUPer1000.Update, p.CmsyncServerCPUPer1000.Delete, p.LimitServerCPUPer1000.Delete)
+	a, l := p.CmsyncServerCPUPer1000WithAftermath, p.LimitServerCPUPer1000WithAftermath
+	fmt.Printf("    with each phase's aftermath: create %.2f/%.2f (%.2fx) update %.2f/%.2f (%.2fx) delete %.2f/%.2f (%.2fx)\n",
+		a.Create, l.Create, a.Create/l.Create, a.Update, l.Update, a.Update/l.Update, a.Delete, l.Delete, a.Delete/l.Delete)
 	for _, ph := range phaseSplits {
 		fmt.Printf("  CPU %-6s cmsync phase %s   LIMIT phase %s\n", ph.name, cpuList(p.CmsyncCPU[ph.name]), cpuList(p.LimitCPU[ph.name]))
 	}
