@@ -229,7 +229,7 @@ bench-sweep: build ## The curve: fan-out, mass update, cleanup and restart again
 .PHONY: bench-smoke
 bench-smoke: build ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first) and a tiny -write-styles run, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep \
-	  -sweep-n 20 -sweep-s 2 -sweep-sizes 4Ki -sweep-base-n 20 -sweep-rounds 2 -sweep-short-rounds 2 -idle 3s \
+	  -sweep-n 20 -sweep-s 2 -sweep-sizes 4Ki -sweep-base-n 20 -sweep-rounds 2 -sweep-short-rounds 2 -idle 3s -aftermath 200ms \
 	  -out $(BIN)/bench-smoke -plot-dir $(BIN)/bench-smoke/plots
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -write-styles -n 20 -rounds 2 -out $(BIN)/bench-smoke
 

@@ -45,7 +45,7 @@ import (
 
 type config struct {
 	namespaces, unrelated, sources, workers, rounds, secretRounds int
-	idle                                                          time.Duration
+	idle, aftermath                                               time.Duration
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
 	sweep, apf, writeStyles                                       bool
 	sweepN, sweepS, sweepSizes                                    string
@@ -122,7 +122,7 @@ type Split struct {
 	// CPU is the CPU seconds each process used during the phase.
 	CPU map[string]float64 `json:"cpuSeconds"`
 	// CPUWithAftermath is the CPU seconds each process used from the phase's start
-	// until phaseAftermath after its end, less what it used in as long a quiet window
+	// until -aftermath after its end, less what it used in as long a quiet window
 	// just before the start: all the work the phase caused, the watch events and
 	// other work the API server does after a write is answered included.
 	CPUWithAftermath map[string]float64 `json:"cpuSecondsWithAftermath"`
@@ -192,6 +192,8 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 9, "rounds of LIMIT and of cmsync's FAN-OUT, UPDATE and CLEANUP; the figures are medians")
 	flag.IntVar(&c.secretRounds, "secret-rounds", 9, "the same rounds with Secrets (0 skips them)")
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
+	flag.DurationVar(&c.aftermath, "aftermath", time.Second,
+		"how long after each timed phase its CPU with aftermath is read, and how long the quiet window before it is")
 	flag.StringVar(&c.binary, "cmsync", "bin/cmsync", "the cmsync binary")
 	flag.StringVar(&c.cmsyncArgs, "cmsync-args", "", "extra flags for cmsync, space-separated (the defaults are measured without)")
 	flag.StringVar(&c.cmsyncEnv, "cmsync-env", "", "extra environment for cmsync, space-separated NAME=value (e.g. GOGC=100)")
@@ -1195,15 +1197,6 @@ type window struct {
 	requests         map[string]int
 }
 
-// phaseAftermath is how long after a phase's end its CPU with aftermath is read (and
-// how long the quiet window before its start is). The CPU read at the end alone is
-// not the same measure for LIMIT and cmsync: LIMIT's phase ends at its last answer,
-// cmsync's when the bench has read from the audit log that its last write completed,
-// so cmsync's window took in some of the work the API server does after answering (its
-// watch cache decoding each write's event from etcd and sending it to its watchers),
-// which LIMIT's left out. A second is ample for that work at 10,000 writes a phase.
-const phaseAftermath = time.Second
-
 func (w window) seconds() float64 { return w.end.Sub(w.start).Seconds() }
 
 // windows are the create, update and delete phases of one round.
@@ -1213,16 +1206,24 @@ func (w windows) phases() Phases {
 	return Phases{Create: w.create.seconds(), Update: w.update.seconds(), Delete: w.delete.seconds()}
 }
 
+// timed runs fn as a phase and returns its window. The window's CPU is read at the
+// clock's stop, and again -aftermath later, less a quiet window as long just before
+// the start. The first alone is not the same measure for LIMIT and cmsync: LIMIT's
+// phase ends at its last answer, cmsync's when the bench has read from the audit log
+// that its last write completed, so cmsync's window took in some of the work the API
+// server does after answering (its watch cache decoding each write's event from etcd
+// and sending it to its watchers), which LIMIT's left out. The default second is ample
+// for that work at 10,000 writes a phase.
 func (b *bench) timed(fn func() error) window {
 	// The reads of the API server's /metrics are outside both CPU windows.
 	requestsBefore := b.apiRequests()
 	quietFrom := processCPU()
-	time.Sleep(phaseAftermath)
+	time.Sleep(b.c.aftermath)
 	before := processCPU()
 	start := time.Now()
 	must(fn())
 	w := window{start: start, end: time.Now(), cpu: processCPU()}
-	time.Sleep(phaseAftermath)
+	time.Sleep(b.c.aftermath)
 	after := processCPU()
 	w.requests = b.apiRequests()
 	w.cpuWithAftermath = map[string]float64{}
