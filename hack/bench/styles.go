@@ -75,8 +75,8 @@ type written struct {
 // deletes them, the first two without a precondition (LIMIT's way), the last two on the
 // UID created, as cmsync deletes a replica (its way today: the metadata client).
 func writeStyles(c config) error {
-	deletes := c.stylesOp == "delete"
-	if !deletes && c.stylesOp != "update" {
+	deletes := c.stylesOp == verbDelete
+	if !deletes && c.stylesOp != verbUpdate {
 		return fmt.Errorf("-styles-op %q: update or delete", c.stylesOp)
 	}
 	if c.rounds < 2 && !deletes {
