@@ -126,8 +126,9 @@ type Split struct {
 	// just before the start: all the work the phase caused, the watch events and
 	// other work the API server does after a write is answered included.
 	CPUWithAftermath map[string]float64 `json:"cpuSecondsWithAftermath"`
-	// Requests counts the API server's requests during the phase, by verb and
-	// resource, from everyone (the bench's reads of /metrics included).
+	// Requests counts the API server's requests from the quiet window before the
+	// phase to the end of its aftermath, by verb and resource, from everyone (the
+	// bench's reads of /metrics included).
 	Requests map[string]int `json:"requests"`
 }
 
@@ -1208,11 +1209,11 @@ func (w windows) phases() Phases {
 
 // timed runs fn as a phase and returns its window. The window's CPU is read at the
 // clock's stop, and again -aftermath later, less a quiet window as long just before
-// the start. The first alone is not the same measure for LIMIT and cmsync: LIMIT's
-// phase ends at its last answer, cmsync's when the bench has read from the audit log
-// that its last write completed, so cmsync's window took in some of the work the API
+// the start. The first alone may not be the same measure for LIMIT and cmsync:
+// LIMIT's phase ends at its last answer, cmsync's when the bench has read from the
+// audit log that its last write completed, so cmsync's window can take in work the API
 // server does after answering (its watch cache decoding each write's event from etcd
-// and sending it to its watchers), which LIMIT's left out. The default second is ample
+// and sending it to its watchers) that LIMIT's leaves out. The default second is ample
 // for that work at 10,000 writes a phase.
 func (b *bench) timed(fn func() error) window {
 	// The reads of the API server's /metrics are outside both CPU windows.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
+	"github.com/cmsync/cmsync/replicator/desired"
 	"github.com/cmsync/cmsync/replicator/metawrite"
 )
 
@@ -165,12 +166,8 @@ func writeStyles(c config) error {
 				(after["bench"]-before["bench"])*1000/float64(len(b.targets)))
 		}
 	}
-	measured := c.rounds - 1
-	if deletes {
-		measured = c.rounds
-	}
 	fmt.Printf("\nCPU s per 1,000 %ss of a %s replica-shaped ConfigMap, %d namespaces, medians of %d rounds: "+
-		"API server + etcd, and the writer\n", c.stylesOp, c.stylesSize, c.namespaces, measured)
+		"API server + etcd, and the writer\n", c.stylesOp, c.stylesSize, c.namespaces, len(runs[0].figure.RoundsPer1000))
 	res := StylesResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces,
 		SizeBytes: int(size.Value()), Rounds: c.rounds, Operation: c.stylesOp}
 	identity := func(v float64) float64 { return v }
@@ -236,8 +233,9 @@ func (b *bench) writeStyleList() ([]writeStyle, error) {
 	if err != nil {
 		return nil, err
 	}
-	unconditional := func(cs *kubernetes.Clientset) writeStyle {
+	unconditional := func(name string, cs *kubernetes.Clientset) writeStyle {
 		return writeStyle{
+			name: name,
 			write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
 				configMaps := cs.CoreV1().ConfigMaps(cm.Namespace)
 				var out *corev1.ConfigMap
@@ -258,10 +256,9 @@ func (b *bench) writeStyleList() ([]writeStyle, error) {
 			},
 		}
 	}
-	named := func(name string, s writeStyle) writeStyle { s.name = name; return s }
 	return []writeStyle{
-		named("json", unconditional(b.cs)),
-		named("protobuf", unconditional(protobufClient)),
+		unconditional("json", b.cs),
+		unconditional("protobuf", protobufClient),
 		{name: "typed", write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
 			var err error
 			if cm.ResourceVersion == "" {
@@ -287,9 +284,10 @@ func (b *bench) writeStyleList() ([]writeStyle, error) {
 			return written{version: w.ResourceVersion, uid: w.UID}, nil
 		}, delete: func(ctx context.Context, cm *corev1.ConfigMap, uid types.UID) error {
 			// Given metadata, controller-runtime's client deletes through its metadata
-			// client, as replicator's engine does.
-			at := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-				ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: cm.Name}}
+			// client, as replicator's engine does (its objectAt).
+			at := desired.NewMetadata(desired.ConfigMapKind{})
+			at.SetNamespace(cm.Namespace)
+			at.SetName(cm.Name)
 			return typed.Delete(ctx, at, client.Preconditions{UID: &uid})
 		}},
 	}, nil

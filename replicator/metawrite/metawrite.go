@@ -12,9 +12,8 @@
 // though, while the writer saves its decoding only for large objects (the figures are
 // at replicator's metadataAnswersFrom). So a Client asks for metadata-only answers
 // from a size up (New's metadataFrom), and below it takes the whole answer and keeps
-// its metadata. The
-// metadata client has no create or update, so these two are written here, on
-// client-go's REST client.
+// its metadata. The metadata client has no create or update, so these two are written
+// here, on client-go's REST client.
 package metawrite
 
 import (
