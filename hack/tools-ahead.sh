@@ -2,9 +2,9 @@
 # tools-ahead.sh LOG PID — make test's first step. On a fresh machine make test builds about
 # 28 minutes of tools on 2 cores, and each used to wait for the step that needs it while
 # the integration and end-to-end suites, which mostly wait on the API server, left the
-# CPU idle. This starts
-# one background builder, at the lowest CPU priority so that it takes only what the steps
-# in front leave, that builds the tools of the later steps in the order they are needed.
+# CPU idle. This starts one background builder, at the lowest CPU priority so that it
+# takes only what the steps in front leave, that builds the tools of the later steps in
+# the order they are needed.
 # A step that reaches its tool first waits on the tool's lock (hack/tool.sh,
 # hack/control-plane-binaries.sh) rather than building it twice, and a tool the builder
 # failed to build is built again by the step that needs it, which shows the error.

@@ -1213,8 +1213,9 @@ func (w windows) phases() Phases {
 // LIMIT's phase ends at its last answer, cmsync's when the bench has read from the
 // audit log that its last write completed, so cmsync's window can take in work the API
 // server does after answering (its watch cache decoding each write's event from etcd
-// and sending it to its watchers) that LIMIT's leaves out. The default second is ample
-// for that work at 10,000 writes a phase.
+// and sending it to its watchers) that LIMIT's leaves out. The default second covers
+// that work for 1 KiB objects; for 900 KiB ones the API server decodes etcd's watch
+// events for seconds after the last answer, longer than the default aftermath.
 func (b *bench) timed(fn func() error) window {
 	// The reads of the API server's /metrics are outside both CPU windows.
 	requestsBefore := b.apiRequests()
