@@ -30,9 +30,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/procfs"
@@ -119,11 +121,15 @@ type Split struct {
 	// latencies over the writing time).
 	LatencyMillis float64 `json:"latencyMillis"`
 	InFlight      float64 `json:"inFlight"`
+	// ServerErrors counts the phase's writes answered with a server error (5xx),
+	// which the writer retried or found landed.
+	ServerErrors int `json:"serverErrors,omitempty"`
 	// CPU is the CPU seconds each process used during the phase.
 	CPU map[string]float64 `json:"cpuSeconds"`
 	// CPUWithAftermath is the CPU seconds each process used from the phase's start
-	// until -aftermath after its end, less what it used in as long a quiet window
-	// just before the start: all the work the phase caused, the watch events and
+	// until its aftermath's end (-aftermath after the phase, longer at a sweep point
+	// of big phases), less its quiet use over as long (the rate of a quiet window
+	// just before the start): all the work the phase caused, the watch events and
 	// other work the API server does after a write is answered included.
 	CPUWithAftermath map[string]float64 `json:"cpuSecondsWithAftermath"`
 	// Requests counts the API server's requests from the quiet window before the
@@ -314,6 +320,9 @@ type bench struct {
 	kind objects
 	// payload is the value of each source and of each of LIMIT's objects.
 	payload string
+	// aftermath is how long after each timed phase its CPU with aftermath is read:
+	// -aftermath, or longer at a point of big phases (measurePoint).
+	aftermath time.Duration
 }
 
 func (b *bench) run() error {
@@ -536,23 +545,48 @@ func (b *bench) limit(ctx context.Context, perNamespace int, profile func(phase 
 	}
 	wait := profile("create")
 	p.create = b.timed(func() error {
-		return parallel(b.c.workers, n, func(i int) error { return b.kind.create(ctx, object(i, "1")) })
+		return parallel(b.c.workers, n, func(i int) error {
+			return retryServerErrors(func() error { return b.kind.create(ctx, object(i, "1")) }, apierrors.IsAlreadyExists)
+		})
 	})
 	wait()
 	wait = profile("update")
 	p.update = b.timed(func() error {
-		return parallel(b.c.workers, n, func(i int) error { return b.kind.update(ctx, object(i, "2")) })
+		return parallel(b.c.workers, n, func(i int) error {
+			return retryServerErrors(func() error { return b.kind.update(ctx, object(i, "2")) }, nil)
+		})
 	})
 	wait()
 	wait = profile("delete")
 	p.delete = b.timed(func() error {
 		return parallel(b.c.workers, n, func(i int) error {
 			o := object(i, "")
-			return b.kind.delete(ctx, o.Namespace, o.Name)
+			return retryServerErrors(func() error { return b.kind.delete(ctx, o.Namespace, o.Name) }, apierrors.IsNotFound)
 		})
 	})
 	wait()
 	return p
+}
+
+// retryServerErrors runs write, and again as a plain client would while the API server
+// answers with a server error: under 900 KiB writes etcd sometimes answers "request
+// timed out", at times after the write landed. A retry answered with an error that
+// landed reports (AlreadyExists for a create, NotFound for a delete) means the first
+// try landed.
+func retryServerErrors(write func() error, landed func(error) bool) error {
+	retried := false
+	return retry.OnError(retry.DefaultBackoff, isServerError, func() error {
+		err := write()
+		if retried && landed != nil && landed(err) {
+			return nil
+		}
+		retried = true
+		return err
+	})
+}
+
+func isServerError(err error) bool {
+	return apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err)
 }
 
 // replicaShaped is an object of a replica's shape under the bench's own keys: the
@@ -665,26 +699,28 @@ func (k secrets) managedValues(ctx context.Context) (map[string]string, error) {
 // replica (the API server's audit log says when each write completed), then checks
 // that every replica exists with the right content.
 func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
-	w := b.timedUntilWritten(prefix, count*len(b.targets), writeVerbs, func() error {
+	want := count * len(b.targets)
+	w := b.timedUntilWritten(prefix, want, writeVerbs, func() error {
 		return parallel(b.c.workers, count, func(i int) error {
 			return b.kind.create(ctx, b.source(fmt.Sprintf("%s-%03d", prefix, i)))
 		})
-	})
-	b.checkReplicas(ctx, prefix, count*len(b.targets), "1")
+	}, func() error { return b.replicasAre(ctx, prefix, want, "1") })
+	must(b.replicasAre(ctx, prefix, want, "1"))
 	return w
 }
 
 // update changes the sources prefix-000 to prefix-<count-1> at once (a mass change, as
 // a CA rotation is) and times until cmsync has rewritten every replica, then checks them.
 func (b *bench) update(ctx context.Context, prefix string, count int) window {
-	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{verbUpdate, "patch"}, func() error {
+	want := count * len(b.targets)
+	w := b.timedUntilWritten(prefix, want, []string{verbUpdate, "patch"}, func() error {
 		return parallel(b.c.workers, count, func(i int) error {
 			src := b.source(fmt.Sprintf("%s-%03d", prefix, i))
 			src.data["v"] = "2"
 			return b.kind.update(ctx, src)
 		})
-	})
-	b.checkReplicas(ctx, prefix, count*len(b.targets), "2")
+	}, func() error { return b.replicasAre(ctx, prefix, want, "2") })
+	must(b.replicasAre(ctx, prefix, want, "2"))
 	return w
 }
 
@@ -695,8 +731,8 @@ func (b *bench) cleanup(ctx context.Context, prefix string, count int) window {
 		return parallel(b.c.workers, count, func(i int) error {
 			return b.kind.delete(ctx, sourceNamespace, fmt.Sprintf("%s-%03d", prefix, i))
 		})
-	})
-	b.checkReplicas(ctx, prefix, 0, "")
+	}, func() error { return b.replicasAre(ctx, prefix, 0, "") })
+	must(b.replicasAre(ctx, prefix, 0, ""))
 	return w
 }
 
@@ -706,12 +742,24 @@ func done(e auditEvent) bool {
 	return e.ResponseStatus.Code < 300 || e.Verb == verbDelete && e.ResponseStatus.Code == 404
 }
 
+// unsureAfter is how long the audit log must stay quiet, with every replica's write
+// logged and some of them answered with a server error, before the bench reads the
+// replicas to learn whether those writes landed.
+const unsureAfter = 2 * time.Second
+
 // timedUntilWritten times fn and stops the clock when the audit log shows that
 // cmsync's successful writes of the given verbs reached want distinct replicas named
 // prefix*: at the API server's completion of the last one, as LIMIT's clock stops at
 // its last response. No watch of the bench's own adds work to the API server while
-// cmsync writes; checkReplicas then reads the result once.
-func (b *bench) timedUntilWritten(prefix string, want int, verbs []string, fn func() error) window {
+// cmsync writes; the caller then reads the result once.
+//
+// A write answered with a server error may still have landed: under a 900 KiB cleanup
+// etcd answered one delete "request timed out" after deleting the replica, and cmsync,
+// whose cache then showed it gone, had nothing left to retry. Once every replica's
+// write is logged and the log has stayed quiet for unsureAfter, the bench asks landed
+// whether the replicas are as wanted, and stops the clock at the last logged write if
+// so; if not, cmsync has a write to retry and the bench keeps waiting.
+func (b *bench) timedUntilWritten(prefix string, want int, verbs []string, fn func() error, landed func() error) window {
 	tail := b.openAudit(true, []byte(`"userAgent":"cmsync`))
 	defer tail.close()
 	var last time.Time
@@ -719,19 +767,37 @@ func (b *bench) timedUntilWritten(prefix string, want int, verbs []string, fn fu
 		if err := fn(); err != nil {
 			return err
 		}
-		written := map[string]bool{}
-		deadline := time.Now().Add(30 * time.Minute)
+		written, unsure := map[string]bool{}, map[string]bool{}
+		lastEvent := time.Now()
+		deadline := lastEvent.Add(30 * time.Minute)
 		for len(written) < want {
 			tail.read(func(e auditEvent) {
 				key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
-				if b.isCmsyncReplicaWrite(e) && strings.HasPrefix(e.ObjectRef.Name, prefix) && slices.Contains(verbs, e.Verb) &&
-					done(e) && !written[key] {
+				if !b.isCmsyncReplicaWrite(e) || !strings.HasPrefix(e.ObjectRef.Name, prefix) || !slices.Contains(verbs, e.Verb) || written[key] {
+					return
+				}
+				lastEvent = time.Now()
+				switch {
+				case done(e):
 					written[key] = true
-					if e.Completed.After(last) {
-						last = e.Completed
-					}
+					delete(unsure, key)
+				case e.ResponseStatus.Code >= 500:
+					unsure[key] = true
+				default:
+					return
+				}
+				if e.Completed.After(last) {
+					last = e.Completed
 				}
 			})
+			if len(unsure) > 0 && len(written)+len(unsure) >= want && time.Since(lastEvent) > unsureAfter {
+				err := landed()
+				step("%d of cmsync's writes of %s were answered with a server error; the replicas read as wanted: %v", len(unsure), prefix, err == nil)
+				if err == nil {
+					return nil
+				}
+				lastEvent = time.Now()
+			}
 			if time.Now().After(deadline) {
 				return fmt.Errorf("cmsync wrote %d of %d replicas of %s in 30 minutes", len(written), want, prefix)
 			}
@@ -743,11 +809,13 @@ func (b *bench) timedUntilWritten(prefix string, want int, verbs []string, fn fu
 	return w
 }
 
-// checkReplicas fails the bench unless exactly want replicas named prefix* exist, each
+// replicasAre reports an error unless exactly want replicas named prefix* exist, each
 // with "v" equal to value.
-func (b *bench) checkReplicas(ctx context.Context, prefix string, want int, value string) {
+func (b *bench) replicasAre(ctx context.Context, prefix string, want int, value string) error {
 	values, err := b.kind.managedValues(ctx)
-	must(err)
+	if err != nil {
+		return err
+	}
 	found, right := 0, 0
 	for key, v := range values {
 		if _, name, _ := strings.Cut(key, "/"); strings.HasPrefix(name, prefix) {
@@ -758,8 +826,9 @@ func (b *bench) checkReplicas(ctx context.Context, prefix string, want int, valu
 		}
 	}
 	if found != want || right != want {
-		must(fmt.Errorf("after cmsync's last write: %d replicas of %s, %d with v=%q; want %d", found, prefix, right, value, want))
+		return fmt.Errorf("after cmsync's last write: %d replicas of %s, %d with v=%q; want %d", found, prefix, right, value, want)
 	}
+	return nil
 }
 
 // auditTail reads the audit log's completed requests, from its start or from where it
@@ -863,9 +932,10 @@ func (b *bench) isCmsyncReplicaWrite(e auditEvent) bool {
 // that pick chooses.
 func (b *bench) breakdown(w windows, pick func(auditEvent) bool) Breakdown {
 	type span struct {
-		first, last time.Time
-		writes      int
-		busy        time.Duration
+		first, last  time.Time
+		writes       int
+		serverErrors int
+		busy         time.Duration
 	}
 	spans := make([]span, 3)
 	phases := []window{w.create, w.update, w.delete}
@@ -886,6 +956,9 @@ func (b *bench) breakdown(w windows, pick func(auditEvent) bool) Breakdown {
 			}
 			s.writes++
 			s.busy += e.Completed.Sub(e.Received)
+			if e.ResponseStatus.Code >= 500 {
+				s.serverErrors++
+			}
 		}
 	})
 	split := func(i int) Split {
@@ -897,7 +970,7 @@ func (b *bench) breakdown(w windows, pick func(auditEvent) bool) Breakdown {
 		return Split{BeforeFirstWrite: s.first.Sub(p.start).Seconds(), Writing: writing.Seconds(),
 			AfterLastWrite: p.end.Sub(s.last).Seconds(), Writes: s.writes,
 			LatencyMillis: float64(s.busy.Milliseconds()) / float64(s.writes), InFlight: s.busy.Seconds() / max(writing.Seconds(), 1e-9),
-			CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests}
+			ServerErrors: s.serverErrors, CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests}
 	}
 	return Breakdown{Create: split(0), Update: split(1), Delete: split(2)}
 }
@@ -1208,15 +1281,20 @@ func (w windows) phases() Phases {
 }
 
 // timed runs fn as a phase and returns its window. The window's CPU is read at the
-// clock's stop, and again -aftermath later, less a quiet window as long just before
-// the start. The first alone may not be the same measure for LIMIT and cmsync:
-// LIMIT's phase ends at its last answer, cmsync's when the bench has read from the
-// audit log that its last write completed, so cmsync's window can take in work the API
-// server does after answering (its watch cache decoding each write's event from etcd
-// and sending it to its watchers) that LIMIT's leaves out. The default second covers
-// that work for 1 KiB objects; for 900 KiB ones the API server decodes etcd's watch
-// events for seconds after the last answer, longer than the default aftermath.
+// clock's stop, and again b.aftermath later, less what each process used in a quiet
+// window of -aftermath just before the start, scaled to b.aftermath. The first alone
+// may not be the same measure for LIMIT and cmsync: LIMIT's phase ends at its last
+// answer, cmsync's when the bench has read from the audit log that its last write
+// completed, so cmsync's window can take in work the API server does after answering
+// (its watch cache decoding each write's event from etcd and sending it to its
+// watchers) that LIMIT's leaves out. The default second covers that work for 1 KiB
+// objects; for 900 KiB ones the API server decodes etcd's watch events for seconds
+// after the last answer, and measurePoint gives such phases a longer aftermath.
 func (b *bench) timed(fn func() error) window {
+	aftermath := b.aftermath
+	if aftermath == 0 {
+		aftermath = b.c.aftermath
+	}
 	// The reads of the API server's /metrics are outside both CPU windows.
 	requestsBefore := b.apiRequests()
 	quietFrom := processCPU()
@@ -1225,13 +1303,14 @@ func (b *bench) timed(fn func() error) window {
 	start := time.Now()
 	must(fn())
 	w := window{start: start, end: time.Now(), cpu: processCPU()}
-	time.Sleep(b.c.aftermath)
+	time.Sleep(aftermath)
 	after := processCPU()
 	w.requests = b.apiRequests()
 	w.cpuWithAftermath = map[string]float64{}
+	quietScale := aftermath.Seconds() / b.c.aftermath.Seconds()
 	for name, seconds := range w.cpu {
 		w.cpu[name] = seconds - before[name]
-		quiet := before[name] - quietFrom[name]
+		quiet := (before[name] - quietFrom[name]) * quietScale
 		w.cpuWithAftermath[name] = after[name] - before[name] - quiet
 	}
 	for name, n := range w.requests {

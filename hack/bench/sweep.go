@@ -54,6 +54,8 @@ type Point struct {
 	// (Split.CPUWithAftermath): the measure that counts the same work for both.
 	LimitServerCPUPer1000WithAftermath  Phases `json:"limitServerCPUPer1000WritesWithAftermath"`
 	CmsyncServerCPUPer1000WithAftermath Phases `json:"cmsyncServerCPUPer1000WritesWithAftermath"`
+	// AftermathSeconds is how long after each phase its CPU with aftermath was read.
+	AftermathSeconds float64 `json:"aftermathSeconds"`
 	// Memory is cmsync's resident size with the point's replicas in place.
 	Memory Memory `json:"memory"`
 	// TerminatedWatchers counts the watches of ConfigMaps the API server closed
@@ -185,9 +187,17 @@ const maxBytesPerPoint = 12 << 30
 // back to back, the phases of 900 KiB × 1,000 namespaces held several gigabytes of
 // versions at once and took kube-apiserver past 16 GB. Phase times do not include the
 // pause.
+//
+// The first bigPhaseAftermath of the pause is the phase's aftermath (window.
+// cpuWithAftermath). After the last answer of a 900 KiB phase the API server decodes
+// etcd's watch events for seconds more: profiled over 20 s from each phase's start,
+// cmsync's phases came out 0.97×, 1.13× and 0.93× of LIMIT's in API server CPU where
+// the one-second aftermath had said 1.42×, 0.73× and 1.40×, each cutting into that
+// backlog at a different point (bench/results/sweep-20261125-233118.json).
 const (
 	bigPhaseBytes     = 256 << 20
 	watchCacheHistory = 80 * time.Second
+	bigPhaseAftermath = 20 * time.Second
 )
 
 // phaseSettle is the pause before every phase, LIMIT's and cmsync's alike. Back to
@@ -213,12 +223,16 @@ func (b *bench) measurePoint(p *Point) {
 
 	bigPhases := p.SizeBytes*p.Replicas > bigPhaseBytes
 	pause := func() {}
+	b.aftermath = b.c.aftermath
 	if bigPhases {
+		b.aftermath = max(b.c.aftermath, bigPhaseAftermath)
 		pause = func() {
-			step("pausing %s: the API server's watch cache lets the last phase's versions go", watchCacheHistory)
-			time.Sleep(watchCacheHistory)
+			step("pausing %s more: the API server's watch cache lets the last phase's versions go", watchCacheHistory-b.aftermath)
+			time.Sleep(watchCacheHistory - b.aftermath)
 		}
 	}
+	p.AftermathSeconds = b.aftermath.Seconds()
+	defer func() { b.aftermath = b.c.aftermath }()
 	terminated := b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`)
 	defer func() {
 		p.TerminatedWatchers = b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`) - terminated
@@ -467,5 +481,12 @@ func printPoint(p Point) {
 		p.Memory.SteadyMiB, p.Memory.AnonMiB, p.Memory.FileMiB, p.Memory.PeakMiB)
 	fmt.Printf("  restart: ready %.2fs, verified %.2fs (of %v), %d writes\n",
 		p.Restart.ReadySeconds, p.Restart.VerifiedSeconds, p.Restart.VerifiedRounds, p.Restart.Writes)
-	fmt.Printf("  watches of ConfigMaps the API server closed for falling behind: %d\n\n", p.TerminatedWatchers)
+	fmt.Printf("  watches of ConfigMaps the API server closed for falling behind: %d\n", p.TerminatedWatchers)
+	serverErrors := func(rounds []Breakdown) (n int) {
+		for _, r := range rounds {
+			n += r.Create.ServerErrors + r.Update.ServerErrors + r.Delete.ServerErrors
+		}
+		return n
+	}
+	fmt.Printf("  writes answered with a server error: cmsync %d, LIMIT %d\n\n", serverErrors(p.CmsyncBreakdown), serverErrors(p.LimitBreakdown))
 }
