@@ -131,10 +131,10 @@ func sweep(c config) error {
 	path := filepath.Join(c.out, "sweep-"+time.Now().UTC().Format("20060102-150405")+".json")
 	for i, p := range points {
 		step("SWEEP point %d of %d: %d namespaces, %d sources of %d bytes", i+1, len(points), p.Namespaces, p.Sources, p.SizeBytes)
-		// Old revisions of large objects count against etcd's quota until compacted:
-		// 900 KiB × 1,000 namespaces written six times a round is 5 GiB, two rounds
-		// 10 GiB. The sweep compacts etcd itself before every phase (measurePoint).
-		b, stop, err := startBench(c, controlplane.Options{EtcdQuotaBytes: 16 << 30, CompactByHand: true})
+		// Old revisions of large objects count against etcd's quota until compacted
+		// (the API server compacts every 5 minutes): 900 KiB × 1,000 namespaces
+		// written six times a round is 5 GiB, two rounds 10 GiB.
+		b, stop, err := startBench(c, controlplane.Options{EtcdQuotaBytes: 16 << 30})
 		if err != nil {
 			return err
 		}
@@ -206,12 +206,6 @@ const (
 // server's samples for cmsync's phases at 1,000 namespaces were 1.00–1.05× LIMIT's
 // where the windows of back-to-back runs had said 1.24–1.30×
 // (bench/results/sweep-20261125-065709.json).
-//
-// Before it, the sweep compacts etcd, and says what that cost etcd. Compacted by the
-// API server every minute, etcd dropped the old revisions whenever the minute came
-// round, in one phase's window and not in another's; at 900 KiB, cmsync's first
-// fan-out of sweep-20261126-010136.json took 13.3 s of etcd CPU against 5.5–7.7 s for
-// the other fan-outs and LIMIT's creates, with no more of the API server's.
 const phaseSettle = 2 * time.Second
 
 // sweepProfileSeconds is the length of the sweep's CPU profiles of a phase: long
@@ -262,11 +256,6 @@ func (b *bench) measurePoint(p *Point) {
 	// phaseDone starts a phase's profiles; what it returns waits for them, then pauses
 	// as a big phase needs. LIMIT's phases and cmsync's (phase) both go through it.
 	phaseDone := func(r int, name string) func() {
-		before := processCPU()
-		must(b.env.CompactEtcd(ctx))
-		if cost := processCPU()["etcd"] - before["etcd"]; cost > 0.5 {
-			step("compacting etcd before the phase took %.1f s of its CPU", cost)
-		}
 		time.Sleep(phaseSettle)
 		wait := profiled(r, name)
 		return func() { wait(); pause() }

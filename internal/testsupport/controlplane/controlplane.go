@@ -4,7 +4,6 @@
 package controlplane
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -46,11 +44,6 @@ type Options struct {
 	// gigabytes of large objects, and old revisions count against the quota until
 	// compacted.
 	EtcdQuotaBytes int64
-	// CompactByHand stops the API server from compacting etcd: the caller compacts
-	// with Env.CompactEtcd when it chooses (the sweep does between phases, so that
-	// etcd's work of dropping a gigabyte of old revisions never falls in a measured
-	// window, as it did at random with compaction every minute).
-	CompactByHand bool
 }
 
 // auditPolicy records write requests at Metadata level, every request of the users
@@ -108,9 +101,6 @@ func StartWith(o Options) (*Env, error) {
 		env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(o.EtcdQuotaBytes, 10))
 		env.ControlPlane.GetAPIServer().Configure().Set("etcd-compaction-interval", "1m")
 	}
-	if o.CompactByHand {
-		env.ControlPlane.GetAPIServer().Configure().Set("etcd-compaction-interval", "0")
-	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
@@ -134,22 +124,3 @@ func (e *Env) AddUser(name string, groups ...string) ([]byte, *rest.Config, erro
 
 // Stop stops the control plane and removes its data.
 func (e *Env) Stop() error { return e.env.Stop() }
-
-// CompactEtcd compacts etcd up to its current revision and waits until the old
-// revisions are gone from its backend (a physical compaction).
-func (e *Env) CompactEtcd(ctx context.Context) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.env.ControlPlane.Etcd.URL.String()}, Context: ctx})
-	if err != nil {
-		return fmt.Errorf("connecting to etcd: %w", err)
-	}
-	defer func() { _ = cli.Close() }()
-	// Any read answers with the current revision in its header.
-	status, err := cli.Get(ctx, "compact", clientv3.WithCountOnly())
-	if err != nil {
-		return fmt.Errorf("reading etcd's revision: %w", err)
-	}
-	if _, err := cli.Compact(ctx, status.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
-		return fmt.Errorf("compacting etcd at revision %d: %w", status.Header.Revision, err)
-	}
-	return nil
-}
