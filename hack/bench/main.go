@@ -49,7 +49,7 @@ type config struct {
 	namespaces, unrelated, sources, workers, rounds, secretRounds int
 	idle, aftermath                                               time.Duration
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
-	sweep, apf, writeStyles                                       bool
+	sweep, apf, writeStyles, sweepCmsyncFirst                     bool
 	sweepN, sweepS, sweepSizes                                    string
 	sweepBaseN, sweepRounds, sweepShortRounds, sweepRestarts      int
 	restartVariants                                               string
@@ -226,6 +226,8 @@ func main() {
 	flag.IntVar(&c.sweepRounds, "sweep-rounds", 3, "rounds at each point of the sweep; the figures are medians")
 	flag.IntVar(&c.sweepShortRounds, "sweep-short-rounds", 9,
 		fmt.Sprintf("rounds at a point of fewer than %d replicas, whose phases last a few seconds at most (at least -sweep-rounds)", shortPointReplicas))
+	flag.BoolVar(&c.sweepCmsyncFirst, "sweep-cmsync-first", false,
+		"cmsync goes first in rounds 1, 3, … of each point and LIMIT in rounds 2, 4, … (by default LIMIT goes first in the odd rounds)")
 	flag.IntVar(&c.sweepRestarts, "sweep-restarts", 3, "restarts at each point of the sweep, after the last round's fan-out; the figures are medians")
 	flag.StringVar(&c.restartVariants, "sweep-restart-variants", "",
 		"before the sweep's restarts, as many with each of these environments of cmsync (';'-separated, each space-separated NAME=value, "+

@@ -22,11 +22,13 @@ import (
 // SweepResult is the curve: cmsync against LIMIT as the namespaces, the sources and the
 // object size grow.
 type SweepResult struct {
-	Date       string  `json:"date"`
-	Machine    string  `json:"machine"`
-	Rounds     int     `json:"rounds"`
-	CmsyncArgs string  `json:"cmsyncArgs,omitempty"`
-	Points     []Point `json:"points"`
+	Date       string `json:"date"`
+	Machine    string `json:"machine"`
+	Rounds     int    `json:"rounds"`
+	CmsyncArgs string `json:"cmsyncArgs,omitempty"`
+	// CmsyncFirst is -sweep-cmsync-first: cmsync went first in the odd rounds.
+	CmsyncFirst bool    `json:"cmsyncFirst,omitempty"`
+	Points      []Point `json:"points"`
 }
 
 // Point is one point of the curve: Sources sources, each replicated to all Namespaces,
@@ -127,7 +129,10 @@ func sweep(c config) error {
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return err
 	}
-	res := SweepResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Rounds: c.sweepRounds, CmsyncArgs: c.cmsyncArgs}
+	res := SweepResult{
+		Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(),
+		Rounds: c.sweepRounds, CmsyncArgs: c.cmsyncArgs, CmsyncFirst: c.sweepCmsyncFirst,
+	}
 	path := filepath.Join(c.out, "sweep-"+time.Now().UTC().Format("20060102-150405")+".json")
 	for i, p := range points {
 		step("SWEEP point %d of %d: %d namespaces, %d sources of %d bytes", i+1, len(points), p.Namespaces, p.Sources, p.SizeBytes)
@@ -292,8 +297,9 @@ func (b *bench) measurePoint(p *Point) {
 		}
 		// Each run leaves history in etcd and the API server that the next one works
 		// on, so neither always goes second: LIMIT goes first in rounds 1, 3, … (the
-		// first round's fresh etcd goes to LIMIT), cmsync in rounds 2, 4, ….
-		if r%2 == 0 {
+		// first round's fresh etcd goes to LIMIT), cmsync in rounds 2, 4, …; the other
+		// way round with -sweep-cmsync-first.
+		if limitFirst := r%2 == 0; limitFirst != b.c.sweepCmsyncFirst {
 			step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, p.Rounds, p.Replicas)
 			runLimit()
 			runCmsync()
