@@ -702,12 +702,13 @@ func (k secrets) managedValues(ctx context.Context) (map[string]string, error) {
 // that every replica exists with the right content.
 func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
 	want := count * len(b.targets)
+	check := func() error { return b.replicasAre(ctx, prefix, want, "1") }
 	w := b.timedUntilWritten(prefix, want, writeVerbs, func() error {
 		return parallel(b.c.workers, count, func(i int) error {
 			return b.kind.create(ctx, b.source(fmt.Sprintf("%s-%03d", prefix, i)))
 		})
-	}, func() error { return b.replicasAre(ctx, prefix, want, "1") })
-	must(b.replicasAre(ctx, prefix, want, "1"))
+	}, check)
+	must(check())
 	return w
 }
 
@@ -715,26 +716,28 @@ func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
 // a CA rotation is) and times until cmsync has rewritten every replica, then checks them.
 func (b *bench) update(ctx context.Context, prefix string, count int) window {
 	want := count * len(b.targets)
+	check := func() error { return b.replicasAre(ctx, prefix, want, "2") }
 	w := b.timedUntilWritten(prefix, want, []string{verbUpdate, "patch"}, func() error {
 		return parallel(b.c.workers, count, func(i int) error {
 			src := b.source(fmt.Sprintf("%s-%03d", prefix, i))
 			src.data["v"] = "2"
 			return b.kind.update(ctx, src)
 		})
-	}, func() error { return b.replicasAre(ctx, prefix, want, "2") })
-	must(b.replicasAre(ctx, prefix, want, "2"))
+	}, check)
+	must(check())
 	return w
 }
 
 // cleanup deletes the sources prefix-000 to prefix-<count-1> and times until cmsync has
 // deleted every replica, then checks that none is left.
 func (b *bench) cleanup(ctx context.Context, prefix string, count int) window {
+	check := func() error { return b.replicasAre(ctx, prefix, 0, "") }
 	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{verbDelete}, func() error {
 		return parallel(b.c.workers, count, func(i int) error {
 			return b.kind.delete(ctx, sourceNamespace, fmt.Sprintf("%s-%03d", prefix, i))
 		})
-	}, func() error { return b.replicasAre(ctx, prefix, 0, "") })
-	must(b.replicasAre(ctx, prefix, 0, ""))
+	}, check)
+	must(check())
 	return w
 }
 
