@@ -307,7 +307,7 @@ func startBench(c config, o controlplane.Options) (*bench, func(), error) {
 		stop()
 		return nil, nil, err
 	}
-	return &bench{c: c, env: env, cs: cs, kubeconfig: kubeconfig, audit: o.AuditLog, work: work, kind: configMaps{cs},
+	return &bench{c: c, env: env, cs: cs, kubeconfig: kubeconfig, audit: o.AuditLog, work: work, kind: configMaps{cs}, aftermath: c.aftermath,
 		payload: strings.Repeat("x", 1024)}, stop, nil
 }
 
@@ -576,13 +576,13 @@ func (b *bench) limit(ctx context.Context, perNamespace int, profile func(phase 
 // landed reports (AlreadyExists for a create, NotFound for a delete) means the first
 // try landed.
 func retryServerErrors(write func() error, landed func(error) bool) error {
-	retried := false
+	tried := false
 	return retry.OnError(retry.DefaultBackoff, isServerError, func() error {
 		err := write()
-		if retried && landed != nil && landed(err) {
+		if tried && landed != nil && landed(err) {
 			return nil
 		}
-		retried = true
+		tried = true
 		return err
 	})
 }
@@ -1297,9 +1297,6 @@ func (w windows) phases() Phases {
 // after the last answer, and measurePoint gives such phases a longer aftermath.
 func (b *bench) timed(fn func() error) window {
 	aftermath := b.aftermath
-	if aftermath == 0 {
-		aftermath = b.c.aftermath
-	}
 	// The reads of the API server's /metrics are outside both CPU windows.
 	requestsBefore := b.apiRequests()
 	quietFrom := processCPU()

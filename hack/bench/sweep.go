@@ -228,7 +228,6 @@ func (b *bench) measurePoint(p *Point) {
 
 	bigPhases := p.SizeBytes*p.Replicas > bigPhaseBytes
 	pause := func() {}
-	b.aftermath = b.c.aftermath
 	if bigPhases {
 		b.aftermath = max(b.c.aftermath, bigPhaseAftermath)
 		pause = func() {
@@ -237,7 +236,6 @@ func (b *bench) measurePoint(p *Point) {
 		}
 	}
 	p.AftermathSeconds = b.aftermath.Seconds()
-	defer func() { b.aftermath = b.c.aftermath }()
 	terminated := b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`)
 	defer func() {
 		p.TerminatedWatchers = b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`) - terminated
