@@ -172,14 +172,17 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Su
 	status := pass.SourceStatus()
 	current := src.GetAnnotations()
 	patch := desired.StatusPatch(src, status, pass.Changed(), time.Now())
-	if patch == nil {
-		return nil
-	}
 	news := status.State != current[v1alpha1.StatusAnnotation] || status.Message != current[v1alpha1.MessageAnnotation]
-	return writeThenAnnounce(
-		func() error { return r.patchStatus(ctx, src, patch) },
-		func() { r.recordPassEvent(ctx, src, pass) },
-		news, pass.Changed())
+	write := func() error {
+		if patch == nil {
+			// The annotations already say it. A pass that wrote replicas can get here
+			// too: last-sync-time counts whole seconds, and the change may come within
+			// the second of the status before it. Its Event is still due.
+			return nil
+		}
+		return r.patchStatus(ctx, src, patch)
+	}
+	return writeThenAnnounce(write, func() { r.recordPassEvent(ctx, src, pass) }, news, pass.Changed())
 }
 
 // recordPassEvent records what a pass found: Synced when all targets are in sync,

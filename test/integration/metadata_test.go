@@ -89,6 +89,7 @@ func TestReplicaWithoutContentHashGetsOne(t *testing.T) {
 	delete(replica.Labels, v1alpha1.ContentHashLabel)
 	must(t, k8s.Update(context.Background(), replica, client.FieldOwner(v1alpha1.FieldManager)))
 
+	announced := len(eventsFor(t, src, v1alpha1.ReasonSynced))
 	restarted := startController(t)
 	eventually(t, timeout, "content-hash label added", func() error {
 		r, err := getConfigMap(target, "app")
@@ -99,6 +100,14 @@ func TestReplicaWithoutContentHashGetsOne(t *testing.T) {
 			return errorf("no content-hash label: %v", r.Labels)
 		}
 		return expectEqualContent(r, map[string]string{"k": "v"}, nil, nil, nil)
+	})
+	// The source says Synced 1/1 from before the restart; the pass that added the label
+	// writes its status, then its Event. Once the Event is there, the status is final.
+	eventually(t, timeout, "a Synced Event for the label", func() error {
+		if n := len(eventsFor(t, src, v1alpha1.ReasonSynced)); n != announced+1 {
+			return errorf("%d Synced Events, want %d", n, announced+1)
+		}
+		return nil
 	})
 	synced := waitForSynced(t, src, "1/1")
 	restarted.Stop()
