@@ -217,7 +217,7 @@ func main() {
 		"sweep",
 		false,
 		"measure the curve instead: fan-out, mass update, cleanup and restart against LIMIT at each point of -sweep-n, -sweep-s "+
-			"and -sweep-sizes, each on a control plane of its own; writes bench/results/sweep-<time>.json and the plots",
+			"and -sweep-sizes, each round of each point on a control plane of its own; writes bench/results/sweep-<time>.json and the plots",
 	)
 	flag.StringVar(&c.sweepN, "sweep-n", "100,1000,10000", "namespaces of the sweep's points with one source of 1 KiB")
 	flag.StringVar(&c.sweepS, "sweep-s", "1,10,100", "sources of the sweep's points with -sweep-base-n namespaces and 1 KiB")
@@ -323,7 +323,7 @@ type bench struct {
 	// payload is the value of each source and of each of LIMIT's objects.
 	payload string
 	// aftermath is how long after each timed phase its CPU with aftermath is read:
-	// -aftermath, or longer at a point of big phases (measurePoint).
+	// -aftermath, or longer at a point of big phases (measureRound).
 	aftermath time.Duration
 }
 
@@ -1294,7 +1294,7 @@ func (w windows) phases() Phases {
 // (its watch cache decoding each write's event from etcd and sending it to its
 // watchers) that LIMIT's leaves out. The default second covers that work for 1 KiB
 // objects; for 900 KiB ones the API server decodes etcd's watch events for seconds
-// after the last answer, and measurePoint gives such phases a longer aftermath.
+// after the last answer, and measureRound gives such phases a longer aftermath.
 func (b *bench) timed(fn func() error) window {
 	aftermath := b.aftermath
 	// The reads of the API server's /metrics are outside both CPU windows.

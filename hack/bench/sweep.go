@@ -27,8 +27,11 @@ type SweepResult struct {
 	Rounds     int    `json:"rounds"`
 	CmsyncArgs string `json:"cmsyncArgs,omitempty"`
 	// CmsyncFirst is -sweep-cmsync-first: cmsync went first in the odd rounds.
-	CmsyncFirst bool    `json:"cmsyncFirst,omitempty"`
-	Points      []Point `json:"points"`
+	CmsyncFirst bool `json:"cmsyncFirst,omitempty"`
+	// ControlPlanePerRound says each round ran on a control plane of its own; sweeps
+	// before it ran a point's rounds on one.
+	ControlPlanePerRound bool    `json:"controlPlanePerRound"`
+	Points               []Point `json:"points"`
 }
 
 // Point is one point of the curve: Sources sources, each replicated to all Namespaces,
@@ -119,8 +122,7 @@ func intList(list string) ([]int, error) {
 	return out, nil
 }
 
-// sweep measures every point on a control plane of its own, so that no point pays for
-// another's namespaces or objects, saves the JSON and draws the plots.
+// sweep measures every point, saves the JSON and draws the plots.
 func sweep(c config) error {
 	points, err := sweepPoints(c)
 	if err != nil {
@@ -132,19 +134,14 @@ func sweep(c config) error {
 	res := SweepResult{
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(),
 		Rounds: c.sweepRounds, CmsyncArgs: c.cmsyncArgs, CmsyncFirst: c.sweepCmsyncFirst,
+		ControlPlanePerRound: true,
 	}
 	path := filepath.Join(c.out, "sweep-"+time.Now().UTC().Format("20060102-150405")+".json")
 	for i, p := range points {
 		step("SWEEP point %d of %d: %d namespaces, %d sources of %d bytes", i+1, len(points), p.Namespaces, p.Sources, p.SizeBytes)
-		// Old revisions of large objects count against etcd's quota until compacted
-		// (the API server compacts every 5 minutes): 900 KiB × 1,000 namespaces
-		// written six times a round is 5 GiB, two rounds 10 GiB.
-		b, stop, err := startBench(c, controlplane.Options{EtcdQuotaBytes: 16 << 30})
-		if err != nil {
+		if err := measurePoint(c, &p); err != nil {
 			return err
 		}
-		b.measurePoint(&p)
-		stop()
 		res.Points = append(res.Points, p)
 		printPoint(p)
 		// Saved after every point: a point that fails loses only itself.
@@ -158,6 +155,29 @@ func sweep(c config) error {
 	}
 	fmt.Println("results:", path)
 	return drawSweep(path, c.plotDir)
+}
+
+// measurePoint runs the point's rounds, each on a control plane of its own, and takes
+// their medians. On one control plane a round's figures depended on the rounds before
+// it: etcd's CPU for the very same 1,000 writes of 900 KiB ranged from 5 to 22 s with
+// the history it held, and whoever took the fourth phase on a fresh etcd paid the most,
+// LIMIT or cmsync (bench/results/sweep-20261126-010136.json and -021942.json). On a
+// fresh control plane every round starts alike, and the writers take turns going first.
+func measurePoint(c config, p *Point) error {
+	p.Rounds = c.roundsOf(*p)
+	for r := range p.Rounds {
+		// Old revisions of large objects count against etcd's quota until compacted
+		// (the API server compacts every 5 minutes): 900 KiB × 1,000 namespaces
+		// written six times in a round is 5 GiB.
+		b, stop, err := startBench(c, controlplane.Options{EtcdQuotaBytes: 16 << 30})
+		if err != nil {
+			return err
+		}
+		b.measureRound(p, r)
+		stop()
+	}
+	p.summarize()
+	return nil
 }
 
 // roundsOf is the point's rounds: -sweep-rounds, or -sweep-short-rounds at a point of
@@ -181,10 +201,9 @@ func (c config) roundsOf(p Point) int {
 // little there.
 const shortPointReplicas = 5000
 
-// maxBytesPerPoint bounds what a point's rounds write: two rounds at 900 KiB ×
-// 1,000 namespaces, so that LIMIT and cmsync each go first once (in one round, LIMIT
-// always wrote on a fresh etcd and cmsync after it), within the sweep's 16 GiB etcd
-// quota.
+// maxBytesPerPoint bounds what a point's rounds write, and so the sweep's length: two
+// rounds at 900 KiB × 1,000 namespaces (about ten minutes each, most of it the pauses of
+// watchCacheHistory), so that LIMIT and cmsync each go first once.
 const maxBytesPerPoint = 12 << 30
 
 // A point whose phase writes more than bigPhaseBytes pauses watchCacheHistory after
@@ -217,12 +236,13 @@ const phaseSettle = 2 * time.Second
 // enough to sample a point's steady writing (at 100 sources a phase lasts minutes).
 const sweepProfileSeconds = 20
 
-// measurePoint runs the point's rounds: LIMIT's creates, updates and deletes, and
-// cmsync's fan-out, mass update and cleanup of the same writes, in turns. In the last
-// round, with every replica in place, it reads cmsync's memory and restarts it.
-func (b *bench) measurePoint(p *Point) {
+// measureRound runs round r of the point on b's fresh control plane: LIMIT's creates,
+// updates and deletes, and cmsync's fan-out, mass update and cleanup of the same
+// writes. In the last round, with every replica in place, it reads cmsync's memory and
+// restarts it.
+func (b *bench) measureRound(p *Point, r int) {
 	ctx := context.Background()
-	step("creating %d namespaces", p.Namespaces)
+	step("round %d of %d: creating %d namespaces on a fresh control plane", r+1, p.Rounds, p.Namespaces)
 	b.createNamespaces(ctx, p.Namespaces)
 	b.payload = strings.Repeat("x", p.SizeBytes)
 
@@ -238,15 +258,16 @@ func (b *bench) measurePoint(p *Point) {
 	p.AftermathSeconds = b.aftermath.Seconds()
 	terminated := b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`)
 	defer func() {
-		p.TerminatedWatchers = b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`) - terminated
+		p.TerminatedWatchers += b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`) - terminated
 	}()
 	proc := b.startCmsync()
+	defer func() { proc.stop() }() // proc is the restarted process after the last round's restarts
 	// With -profile, the phases are profiled, LIMIT's and cmsync's alike: the first
 	// round's for sweepProfileSeconds; at a point of short phases every round's for
 	// phaseProfileSeconds, since one such phase gives too few samples (go tool pprof
 	// adds up the rounds' files).
 	shortPhases := p.Replicas < shortPointReplicas && !bigPhases
-	profiled := func(r int, phase string) func() {
+	profiled := func(phase string) func() {
 		name := fmt.Sprintf("sweep-n%d-s%d-z%d-%s", p.Namespaces, p.Sources, p.SizeBytes, phase)
 		switch {
 		case shortPhases:
@@ -258,57 +279,55 @@ func (b *bench) measurePoint(p *Point) {
 	}
 	// phaseDone starts a phase's profiles; what it returns waits for them, then pauses
 	// as a big phase needs. LIMIT's phases and cmsync's (phase) both go through it.
-	phaseDone := func(r int, name string) func() {
+	phaseDone := func(name string) func() {
 		time.Sleep(phaseSettle)
-		wait := profiled(r, name)
+		wait := profiled(name)
 		return func() { wait(); pause() }
 	}
-	phase := func(r int, name string, run func() window) window {
-		done := phaseDone(r, name)
+	phase := func(name string, run func() window) window {
+		done := phaseDone(name)
 		defer done()
 		return run()
 	}
-	p.Rounds = b.c.roundsOf(*p)
-	for r := range p.Rounds {
-		runLimit := func() {
-			limit := b.limit(ctx, p.Sources, func(name string) func() { return phaseDone(r, "limit-"+name) })
-			p.LimitRounds = append(p.LimitRounds, limit.phases())
-			p.LimitBreakdown = append(p.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
-		}
-		runCmsync := func() {
-			name := fmt.Sprintf("p-r%02d", r)
-			var round windows
-			round.create = phase(r, "fanout", func() window { return b.fanOut(ctx, name, p.Sources) })
-			if r == p.Rounds-1 {
-				// Let the heap settle after the burst: at 100 sources cmsync still works
-				// through the fan-out's watch events for seconds after its last write,
-				// and only then returns the burst's memory (10 s was sometimes too short).
-				time.Sleep(min(b.c.idle, 30*time.Second))
-				p.Memory = proc.memory()
-				b.heapProfile(proc, fmt.Sprintf("sweep-n%d-s%d-z%d", p.Namespaces, p.Sources, p.SizeBytes))
-				proc, p.Restart = b.restartsVerified(proc, p.Replicas)
-			}
-			round.update = phase(r, "update", func() window { return b.update(ctx, name, p.Sources) })
-			round.delete = phase(r, "cleanup", func() window { return b.cleanup(ctx, name, p.Sources) })
-			p.CmsyncRounds = append(p.CmsyncRounds, round.phases())
-			p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
-		}
-		// Each run leaves history in etcd and the API server that the next one works
-		// on, so neither always goes second: LIMIT goes first in rounds 1, 3, … (the
-		// first round's fresh etcd goes to LIMIT), cmsync in rounds 2, 4, …; the other
-		// way round with -sweep-cmsync-first.
-		if limitFirst := r%2 == 0; limitFirst != b.c.sweepCmsyncFirst {
-			step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, p.Rounds, p.Replicas)
-			runLimit()
-			runCmsync()
-		} else {
-			step("round %d of %d: cmsync's FAN-OUT, MASS UPDATE, CLEANUP, then LIMIT (%d writes each)", r+1, p.Rounds, p.Replicas)
-			runCmsync()
-			runLimit()
-		}
+	runLimit := func() {
+		limit := b.limit(ctx, p.Sources, func(name string) func() { return phaseDone("limit-" + name) })
+		p.LimitRounds = append(p.LimitRounds, limit.phases())
+		p.LimitBreakdown = append(p.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
 	}
-	proc.stop()
+	runCmsync := func() {
+		name := fmt.Sprintf("p-r%02d", r)
+		var round windows
+		round.create = phase("fanout", func() window { return b.fanOut(ctx, name, p.Sources) })
+		if r == p.Rounds-1 {
+			// Let the heap settle after the burst: at 100 sources cmsync still works
+			// through the fan-out's watch events for seconds after its last write,
+			// and only then returns the burst's memory (10 s was sometimes too short).
+			time.Sleep(min(b.c.idle, 30*time.Second))
+			p.Memory = proc.memory()
+			b.heapProfile(proc, fmt.Sprintf("sweep-n%d-s%d-z%d", p.Namespaces, p.Sources, p.SizeBytes))
+			proc, p.Restart = b.restartsVerified(proc, p.Replicas)
+		}
+		round.update = phase("update", func() window { return b.update(ctx, name, p.Sources) })
+		round.delete = phase("cleanup", func() window { return b.cleanup(ctx, name, p.Sources) })
+		p.CmsyncRounds = append(p.CmsyncRounds, round.phases())
+		p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
+	}
+	// The first writes on a fresh etcd cost it less than the same writes after
+	// others (measurePoint), so the two take turns: LIMIT goes first in rounds 1, 3,
+	// …, cmsync in rounds 2, 4, …; the other way round with -sweep-cmsync-first.
+	if limitFirst := r%2 == 0; limitFirst != b.c.sweepCmsyncFirst {
+		step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, p.Rounds, p.Replicas)
+		runLimit()
+		runCmsync()
+	} else {
+		step("round %d of %d: cmsync's FAN-OUT, MASS UPDATE, CLEANUP, then LIMIT (%d writes each)", r+1, p.Rounds, p.Replicas)
+		runCmsync()
+		runLimit()
+	}
+}
 
+// summarize takes the medians of the point's rounds and their ratios.
+func (p *Point) summarize() {
 	p.Limit, p.Cmsync = medians(p.LimitRounds), medians(p.CmsyncRounds)
 	p.Ratios = Phases{Create: p.Cmsync.Create / p.Limit.Create, Update: p.Cmsync.Update / p.Limit.Update, Delete: p.Cmsync.Delete / p.Limit.Delete}
 	p.LimitCPU, p.CmsyncCPU = cpuMedians(p.LimitBreakdown), cpuMedians(p.CmsyncBreakdown)
