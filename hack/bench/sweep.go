@@ -312,9 +312,9 @@ func (b *bench) measureRound(p *Point, r int) {
 		p.CmsyncRounds = append(p.CmsyncRounds, round.phases())
 		p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
 	}
-	// The first writes on a fresh etcd cost it less than the same writes after
-	// others (measurePoint), so the two take turns: LIMIT goes first in rounds 1, 3,
-	// …, cmsync in rounds 2, 4, …; the other way round with -sweep-cmsync-first.
+	// On a fresh etcd the same writes cost it more or less with their place in the
+	// round (measurePoint), so the two take turns: LIMIT goes first in rounds 1, 3, …,
+	// cmsync in rounds 2, 4, …; the other way round with -sweep-cmsync-first.
 	if limitFirst := r%2 == 0; limitFirst != b.c.sweepCmsyncFirst {
 		step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, p.Rounds, p.Replicas)
 		runLimit()
