@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,9 @@ type sourceWatcher struct {
 type sourceInformer struct {
 	informer toolscache.SharedIndexInformer
 	stop     context.CancelFunc
+	// listError is the latest error of the informer's list or watch, so that a source
+	// that cannot be read is reported with the API server's reason.
+	listError atomic.Pointer[error]
 }
 
 // syncTimeout bounds how long a reconcile waits for a new informer's first list.
@@ -58,13 +62,25 @@ func (w *sourceWatcher) Events() <-chan event.GenericEvent { return w.events }
 // Get returns the source ConfigMap, starting its watch if needed; found is false when it
 // does not exist.
 func (w *sourceWatcher) Get(ctx context.Context, key types.NamespacedName) (cm *corev1.ConfigMap, found bool, err error) {
-	informer := w.ensure(key)
+	source := w.ensure(key)
 	waitCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	if !toolscache.WaitForCacheSync(waitCtx.Done(), informer.HasSynced) {
-		return nil, false, fmt.Errorf("watching source ConfigMap %s: no initial list within %s", key.String(), syncTimeout)
+	// A list the API server refused (say, forbidden) ends the wait with its reason at
+	// once; the informer keeps trying, and the reconcile is retried with backoff.
+	listedOrRefused := func() bool { return source.informer.HasSynced() || source.listError.Load() != nil }
+	toolscache.WaitForCacheSync(waitCtx.Done(), listedOrRefused)
+	if !source.informer.HasSynced() {
+		switch last := source.listError.Load(); {
+		case last != nil:
+			return nil, false, fmt.Errorf("reading source ConfigMap %s: %w", key.String(), *last)
+		case ctx.Err() != nil:
+			// The reconcile was called off (the process is stopping), not timed out.
+			return nil, false, fmt.Errorf("reading source ConfigMap %s: %w", key.String(), ctx.Err())
+		default:
+			return nil, false, fmt.Errorf("reading source ConfigMap %s: no initial list within %s", key.String(), syncTimeout)
+		}
 	}
-	obj, exists, err := informer.GetStore().GetByKey(key.String())
+	obj, exists, err := source.informer.GetStore().GetByKey(key.String())
 	if err != nil || !exists {
 		return nil, false, err
 	}
@@ -83,11 +99,11 @@ func (w *sourceWatcher) Retain(keep sets.Set[types.NamespacedName]) {
 	}
 }
 
-func (w *sourceWatcher) ensure(key types.NamespacedName) toolscache.SharedIndexInformer {
+func (w *sourceWatcher) ensure(key types.NamespacedName) *sourceInformer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if s, ok := w.sources[key]; ok {
-		return s.informer
+		return s
 	}
 	selector := fields.OneTermEqualSelector("metadata.name", key.Name).String()
 	configMaps := w.client.CoreV1().ConfigMaps(key.Namespace)
@@ -124,7 +140,12 @@ func (w *sourceWatcher) ensure(key types.NamespacedName) toolscache.SharedIndexI
 		DeleteFunc: notify,
 	})
 	ctx, stop := context.WithCancel(w.ctx)
+	source := &sourceInformer{informer: informer, stop: stop}
+	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *toolscache.Reflector, err error) {
+		source.listError.Store(&err)
+		toolscache.DefaultWatchErrorHandler(ctx, r, err)
+	})
 	go informer.RunWithContext(ctx)
-	w.sources[key] = &sourceInformer{informer: informer, stop: stop}
-	return informer
+	w.sources[key] = source
+	return source
 }

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -167,4 +169,34 @@ func allowReplicaWrites(t *testing.T, mark string) {
 	ctx := context.Background()
 	must(t, k8s.Delete(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: mark}}))
 	must(t, k8s.Delete(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: mark}}))
+}
+
+// A ConfigMapSync whose source the API server will not let cmsync read (RBAC allows no
+// list there): the reconcile fails at once with the API server's reason in the log, not
+// after a wait with a guess; nothing is written; and once the read is allowed, the
+// replicas appear.
+func TestUnreadableSourceIsLoggedWithTheAPIServersReason(t *testing.T) {
+	running := startController(t)
+	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+	plainConfigMap(t, srcNS, "settings", map[string]string{"k": "v"})
+	running.Refuse(func(req *http.Request) bool {
+		return req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/namespaces/"+srcNS+"/configmaps")
+	})
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "settings", DestinationNamespace: dst})
+
+	// The API server's words, after client-go's "failed to list *v1.ConfigMap: ".
+	want := regexp.MustCompile(`reading source ConfigMap ` + srcNS + `/settings: .*configmaps is forbidden`)
+	eventually(t, timeout, "the refusal in the log", func() error {
+		if !want.MatchString(running.Logs()) {
+			return errorf("no %q in the log", want)
+		}
+		return nil
+	})
+	if got := replicasOfSync(t, sync); len(got) != 0 {
+		t.Errorf("replicas in %v of a source cmsync cannot read", got)
+	}
+
+	running.Allow()
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+	waitForSyncReplicasIn(t, sync, dst)
 }

@@ -4,7 +4,9 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -83,6 +85,53 @@ type controllerUnderTest struct {
 	done        chan struct{}
 	// Metrics is the registry holding the controller's cmsync_* metrics.
 	Metrics *prometheus.Registry
+	// refused, when set, picks the requests the controller's API server answers with
+	// 403 Forbidden, as it does those RBAC does not allow.
+	refused atomic.Pointer[func(*http.Request) bool]
+	logs    lockedBuffer // what the controller logged (errors and warnings, unless CMSYNC_TEST_LOG)
+}
+
+// Refuse makes the API server answer the controller's requests that match with 403
+// Forbidden, until Allow.
+func (c *controllerUnderTest) Refuse(match func(*http.Request) bool) { c.refused.Store(&match) }
+
+// Allow ends Refuse.
+func (c *controllerUnderTest) Allow() { c.refused.Store(nil) }
+
+// Logs returns what the controller has logged.
+func (c *controllerUnderTest) Logs() string { return c.logs.String() }
+
+// forbidden is the API server's answer to a request RBAC does not allow.
+func forbidden(req *http.Request) *http.Response {
+	status := metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden,
+		Message: `configmaps is forbidden: User "system:serviceaccount:cmsync:cmsync" cannot list resource "configmaps" in API group "" in the namespace`,
+	}
+	body, _ := json.Marshal(status)
+	return &http.Response{
+		StatusCode: http.StatusForbidden, Status: "403 Forbidden", Request: req,
+		Header: http.Header{"Content-Type": []string{"application/json"}},
+		Body:   io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that several goroutines may write.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // isObjectRead reports whether path names one ConfigMap or Secret (not a list or watch
@@ -172,6 +221,9 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 				c.paths = append(c.paths[max(0, len(c.paths)-20):], req.Method+" "+req.URL.Path)
 				c.mu.Unlock()
 			}
+			if refused := c.refused.Load(); refused != nil && (*refused)(req) {
+				return forbidden(req), nil
+			}
 			resp, err := rt.RoundTrip(req)
 			if err == nil && lag > 0 && isSourceWatch(req) {
 				resp.Body = lateReader{ReadCloser: resp.Body, lag: lag}
@@ -192,6 +244,7 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 newScheme(),
+		Logger:                 zap.New(zap.UseDevMode(true), zap.WriteTo(io.MultiWriter(os.Stderr, &c.logs)), zap.Level(zapcore.Level(zapLevel()))),
 		Cache:                  replicator.ManagerCacheOptions(o),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
