@@ -223,7 +223,7 @@ bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespac
 SWEEP_ARGS ?=
 
 .PHONY: bench-sweep
-bench-sweep: build ## The curve: fan-out, mass update, cleanup and restart against LIMIT at N=100/1,000/10,000 namespaces, S=1/10/100 sources and 1/100/900 KiB objects (3 rounds, each on a fresh control plane, and 3 restarts each; 9 rounds at points of fewer than 5,000 replicas, two at 900 KiB; 70–115 minutes); bench/results/sweep-*.json and the plots in bench/plots/.
+bench-sweep: build ## The curve: fan-out, mass update, cleanup and restart against LIMIT at N=100/1,000/10,000 namespaces, S=1/10/100 sources and 1/100/900 KiB objects (3 rounds, each on a fresh control plane, and 3 restarts each; 9 rounds at points of fewer than 5,000 replicas, two at 900 KiB; 70–120 minutes); bench/results/sweep-*.json and the plots in bench/plots/.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep $(SWEEP_ARGS)
 
 .PHONY: bench-smoke
