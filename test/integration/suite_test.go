@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,13 +18,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,7 +50,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(zapLevel()))))
+	ctrl.SetLogger(testLogger(os.Stderr))
 	env, err := controlplane.Start("../../deploy/crds")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -101,13 +105,12 @@ func (c *controllerUnderTest) Allow() { c.refused.Store(nil) }
 // Logs returns what the controller has logged.
 func (c *controllerUnderTest) Logs() string { return c.logs.String() }
 
-// forbidden is the API server's answer to a request RBAC does not allow.
+// forbidden is the API server's answer to a list RBAC does not allow, in its words
+// (apimachinery's NewForbidden).
 func forbidden(req *http.Request) *http.Response {
-	status := metav1.Status{
-		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status:   metav1.StatusFailure, Reason: metav1.StatusReasonForbidden, Code: http.StatusForbidden,
-		Message: `configmaps is forbidden: User "system:serviceaccount:cmsync:cmsync" cannot list resource "configmaps" in API group "" in the namespace`,
-	}
+	status := apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "",
+		errors.New(`User "system:serviceaccount:cmsync:cmsync" cannot list resource "configmaps" in API group "" in the namespace`)).ErrStatus
+	status.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
 	body, _ := json.Marshal(status)
 	return &http.Response{
 		StatusCode: http.StatusForbidden, Status: "403 Forbidden", Request: req,
@@ -244,7 +247,7 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 newScheme(),
-		Logger:                 zap.New(zap.UseDevMode(true), zap.WriteTo(io.MultiWriter(os.Stderr, &c.logs)), zap.Level(zapcore.Level(zapLevel()))),
+		Logger:                 testLogger(io.MultiWriter(os.Stderr, &c.logs)),
 		Cache:                  replicator.ManagerCacheOptions(o),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -307,6 +310,11 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func ptr[T any](v T) *T { return &v }
+
+// testLogger logs to w at zapLevel's level, in zap's development format.
+func testLogger(w io.Writer) logr.Logger {
+	return zap.New(zap.UseDevMode(true), zap.WriteTo(w), zap.Level(zapcore.Level(zapLevel())))
+}
 
 func zapLevel() int8 {
 	if os.Getenv("CMSYNC_TEST_LOG") != "" {
