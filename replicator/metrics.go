@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer, kinds ...string) *sourceMetrics {
 		}, []string{kindLabel}),
 		notSynced: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cmsync_sources_not_synced",
-			Help: "Sources whose last pass did not leave every target in sync, by kind and reason: Conflict or Failed (Degraded), " +
+			Help: "Sources whose last pass did not leave every target in sync, by kind and reason: Conflict or Failed (Degraded; Failed also when a ConfigMapSync's source could not be read), " +
 				"Invalid (nothing was changed), SourceNotFound (a ConfigMapSync's source is missing).",
 		}, []string{kindLabel, "reason"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -85,7 +85,7 @@ func (m *sourceMetrics) RecordSource(owner desired.Owner, s desired.Summary) {
 }
 
 // RecordProblem counts owner's source as one that cannot be acted on, for reason
-// (Invalid, SourceNotFound).
+// (Invalid, SourceNotFound, or Failed: a ConfigMapSync's source could not be read).
 func (m *sourceMetrics) RecordProblem(owner desired.Owner, reason string) {
 	m.set(owner, &sourceCounts{replicaCounts: replicaCounts{sources: 1}, reason: reason})
 }

@@ -64,9 +64,12 @@ func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	if problem != nil {
-		// No retry (but for a status write that met a newer object): a spec edit, the
-		// source's creation or a namespace event wakes it.
-		return afterStatusWrite(ctx, r.reportProblem(ctx, sync, before, owner, plan, problem))
+		err := r.reportProblem(ctx, sync, before, owner, plan, problem)
+		if err == nil && problem.retried() {
+			err = problem // retried with backoff, and counted as a reconcile error
+		}
+		// Otherwise no retry (but for a status write that met a newer object).
+		return afterStatusWrite(ctx, err)
 	}
 	pass, err := r.engine.run(ctx, owner, plan)
 	if err != nil {
@@ -94,6 +97,12 @@ type syncProblem struct {
 	error
 }
 
+// retried tells whether the pass is tried again with backoff: a Failed read of the
+// source (the API server refused it or did not answer) ends with no event to announce
+// it. Invalid and SourceNotFound end with an edit of the spec or the source, which
+// wakes the ConfigMapSync.
+func (p *syncProblem) retried() bool { return p.reason == v1alpha1.ReasonFailed }
+
 // planFor resolves targets and reads the source. A problem means: report and change
 // nothing; an error means: retry. With a problem, the plan has its targets when they
 // could be resolved, and no template.
@@ -117,7 +126,13 @@ func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 	plan.Targets = desired.TargetNamespaces(spec, owner.Source.Namespace, namespaces, r.policy)
 	src, found, err := r.sources.Get(ctx, owner.Source)
 	if err != nil {
-		return plan, nil, err
+		if ctx.Err() != nil {
+			return plan, nil, err // called off: the process is stopping
+		}
+		return plan, &syncProblem{
+			v1alpha1.ReasonFailed,
+			fmt.Errorf("%w; existing replicas are kept, retrying", err),
+		}, nil
 	}
 	if !found {
 		return plan, &syncProblem{

@@ -287,8 +287,8 @@ func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, sourc
 }
 
 // SetSyncProblem writes a status for a ConfigMapSync that cmsync cannot act on (reason
-// Invalid or SourceNotFound); nothing was changed, so the counts describe the replicas
-// as they are.
+// Invalid, SourceNotFound, or Failed when its source could not be read); nothing was
+// changed, so the counts describe the replicas as they are.
 func SetSyncProblem(status *v1alpha1.ConfigMapSyncStatus, generation int64, source, reason string, err error, targets, synced int) {
 	status.ObservedGeneration = generation
 	status.Source = source

@@ -10,6 +10,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -172,10 +173,10 @@ func allowReplicaWrites(t *testing.T, mark string) {
 }
 
 // A ConfigMapSync whose source the API server will not let cmsync read (RBAC allows no
-// list there): the reconcile fails at once with the API server's reason in the log, not
-// after a wait with a guess; nothing is written; and once the read is allowed, the
-// replicas appear.
-func TestUnreadableSourceIsLoggedWithTheAPIServersReason(t *testing.T) {
+// list there): the reconcile fails at once, not after a wait with a guess, and the API
+// server's reason is in the log, in the Ready condition (Failed, 0/1) and in a Failed
+// Event; nothing is written; and once the read is allowed, the replicas appear.
+func TestUnreadableSourceIsReportedWithTheAPIServersReason(t *testing.T) {
 	running := startController(t)
 	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
 	plainConfigMap(t, srcNS, "settings", map[string]string{"k": "v"})
@@ -192,6 +193,11 @@ func TestUnreadableSourceIsLoggedWithTheAPIServersReason(t *testing.T) {
 		}
 		return nil
 	})
+	failed := waitForReadyCount(t, sync, metav1.ConditionFalse, v1alpha1.ReasonFailed, "0/1")
+	if ready := meta.FindStatusCondition(failed.Status.Conditions, v1alpha1.ConditionReady); !want.MatchString(ready.Message) {
+		t.Errorf("Ready's message %q does not give the API server's reason (%q)", ready.Message, want)
+	}
+	waitForEvent(t, sync, v1alpha1.ReasonFailed, "configmaps is forbidden")
 	if got := replicasOfSync(t, sync); len(got) != 0 {
 		t.Errorf("replicas in %v of a source cmsync cannot read", got)
 	}
