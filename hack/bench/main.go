@@ -49,7 +49,7 @@ type config struct {
 	namespaces, unrelated, sources, workers, rounds, secretRounds int
 	idle, aftermath                                               time.Duration
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
-	sweep, apf, writeStyles, sweepCmsyncFirst                     bool
+	sweep, restartsOnly, apf, writeStyles, sweepCmsyncFirst       bool
 	sweepN, sweepS, sweepSizes                                    string
 	sweepBaseN, sweepRounds, sweepShortRounds, sweepRestarts      int
 	restartVariants                                               string
@@ -154,9 +154,16 @@ type Restart struct {
 	// their medians.
 	VerifiedRounds []float64 `json:"verifiedRounds,omitempty"`
 	Writes         int64     `json:"writes"`
+	// ResidentMiB is cmsync's resident size at the end of a sweep's restart (20 s
+	// after the start, once a finished start's memory has been returned), and
+	// ResidentRounds the restarts' one by one.
+	ResidentMiB    float64   `json:"residentMiB,omitempty"`
+	ResidentRounds []float64 `json:"residentRounds,omitempty"`
 	// Variants are the verified seconds of each restart with one of
-	// -sweep-restart-variants' environments, by environment.
-	Variants map[string][]float64 `json:"variants,omitempty"`
+	// -sweep-restart-variants' environments, by environment, and VariantsResidentMiB
+	// their resident sizes.
+	Variants            map[string][]float64 `json:"variants,omitempty"`
+	VariantsResidentMiB map[string][]float64 `json:"variantsResidentMiB,omitempty"`
 }
 
 type Memory struct {
@@ -232,6 +239,10 @@ func main() {
 	flag.StringVar(&c.restartVariants, "sweep-restart-variants", "",
 		"before the sweep's restarts, as many with each of these environments of cmsync (';'-separated, each space-separated NAME=value, "+
 			"e.g. 'GOGC=100;KUBE_FEATURE_WatchListClient=false'): to compare runtime settings on the same replicas")
+	flag.BoolVar(&c.restartsOnly, "restarts-only", false,
+		"measure only the sweep's restarts: for each of -sweep-s, cmsync fans that many sources of 1 KiB out to -sweep-base-n namespaces "+
+			"on a control plane of its own, and is restarted -sweep-restarts times (with -sweep-restart-variants first); no LIMIT, update "+
+			"or cleanup (at 100 sources minutes, where the sweep's point takes an hour); writes bench/results/restarts-<time>.json")
 	flag.BoolVar(&c.apf, "apf", false,
 		"measure a 429 storm instead: the fan-out of -s sources to -n namespaces with cmsync's requests in a priority level of one seat, "+
 			"next to a neighbour's requests; writes bench/results/apf-<time>.json")
@@ -260,6 +271,9 @@ func run(c config) error {
 	}
 	if c.sweep {
 		return sweep(c)
+	}
+	if c.restartsOnly {
+		return restartsOnly(c)
 	}
 	if c.apf {
 		return apfStorm(c)
@@ -1051,8 +1065,8 @@ func (b *bench) heapProfile(p *process, name string) {
 	must(err)
 }
 
-// phaseProfileSeconds is the length of the CPU profiles of a phase of `make bench`
-// and of a restart: at 1,000 namespaces they last a few seconds.
+// phaseProfileSeconds is the length of the CPU profiles of a phase of `make bench`:
+// at 1,000 namespaces it lasts a few seconds.
 const phaseProfileSeconds = 3
 
 // cpuProfiles starts CPU profiles of cmsync and of kube-apiserver lasting seconds,

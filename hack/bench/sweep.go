@@ -383,6 +383,85 @@ func serverCPUPer1000(rounds []Breakdown, writes int, cpuOf func(Split) map[stri
 	return Phases{Create: per(phaseSplits[0].get), Update: per(phaseSplits[1].get), Delete: per(phaseSplits[2].get)}
 }
 
+// RestartPoint is what -restarts-only measures at one count of sources.
+type RestartPoint struct {
+	Namespaces int     `json:"namespaces"`
+	Sources    int     `json:"sources"`
+	Replicas   int     `json:"replicas"`
+	FanOut     float64 `json:"fanOutSeconds"`
+	Memory     Memory  `json:"memory"`
+	Restart    Restart `json:"restart"`
+}
+
+// RestartsResult is the file -restarts-only writes.
+type RestartsResult struct {
+	Date       string         `json:"date"`
+	Machine    string         `json:"machine"`
+	CmsyncArgs string         `json:"cmsyncArgs,omitempty"`
+	Points     []RestartPoint `json:"points"`
+}
+
+// restartsOnly measures a sweep point's memory and restarts without the rounds around
+// them: for each count of -sweep-s, on a control plane of its own, cmsync fans out that
+// many sources to -sweep-base-n namespaces and is restarted as the sweep restarts it.
+// The point's memory and restarts follow the same fan-out in the sweep, so the figures
+// compare; a change to the start can be tried in minutes.
+func restartsOnly(c config) error {
+	counts, err := intList(c.sweepS)
+	if err != nil {
+		return fmt.Errorf("-sweep-s: %w", err)
+	}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		return err
+	}
+	res := RestartsResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), CmsyncArgs: c.cmsyncArgs}
+	path := filepath.Join(c.out, "restarts-"+time.Now().UTC().Format("20060102-150405")+".json")
+	for _, sources := range counts {
+		p := RestartPoint{Namespaces: c.sweepBaseN, Sources: sources, Replicas: c.sweepBaseN * sources}
+		b, stop, err := startBench(c, controlplane.Options{})
+		if err != nil {
+			return err
+		}
+		step("RESTARTS ONLY: %d sources to %d namespaces", sources, p.Namespaces)
+		b.createNamespaces(context.Background(), p.Namespaces)
+		b.payload = strings.Repeat("x", 1024)
+		proc := b.startCmsync()
+		p.FanOut = b.fanOut(context.Background(), "p", sources).seconds()
+		time.Sleep(min(c.idle, 30*time.Second)) // as the sweep lets the heap settle
+		p.Memory = proc.memory()
+		proc, p.Restart = b.restartsVerified(proc, p.Replicas)
+		proc.stop()
+		if c.profile != "" {
+			// With the profiles, the logs of each start: when its caches had listed,
+			// when its workers started.
+			logs, _ := filepath.Glob(filepath.Join(b.work, "cmsync-*.log"))
+			for _, log := range logs {
+				data, err := os.ReadFile(log)
+				if err != nil {
+					return err
+				}
+				if err := os.WriteFile(filepath.Join(c.profile, fmt.Sprintf("restarts-s%d-%s", sources, filepath.Base(log))), data, 0o644); err != nil {
+					return err
+				}
+			}
+		}
+		stop()
+		fmt.Printf("%d replicas: fan-out %.2fs, resident %.1f MiB, restart: ready %.2fs, verified %.2fs (of %v), resident after %.1f MiB (of %v), %d writes\n",
+			p.Replicas, p.FanOut, p.Memory.SteadyMiB, p.Restart.ReadySeconds, p.Restart.VerifiedSeconds, p.Restart.VerifiedRounds,
+			p.Restart.ResidentMiB, p.Restart.ResidentRounds, p.Restart.Writes)
+		res.Points = append(res.Points, p)
+		data, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Println("results:", path)
+	return nil
+}
+
 // restartsVerified stops proc and restarts cmsync as many times as -sweep-restarts
 // with each environment of -sweep-restart-variants (recorded apart), then with none,
 // and reports the medians of those (writes summed: any is a fault). The default
@@ -396,18 +475,21 @@ func (b *bench) restartsVerified(proc *process, replicas int) (*process, Restart
 		var variant []Restart
 		proc, variant = b.restarts(proc, replicas, env)
 		if res.Variants == nil {
-			res.Variants = map[string][]float64{}
+			res.Variants, res.VariantsResidentMiB = map[string][]float64{}, map[string][]float64{}
 		}
 		for _, r := range variant {
 			res.Variants[env] = append(res.Variants[env], r.VerifiedSeconds)
+			res.VariantsResidentMiB[env] = append(res.VariantsResidentMiB[env], r.ResidentMiB)
 		}
-		fmt.Printf("  restart with %s: verified %v\n", env, res.Variants[env])
+		fmt.Printf("  restart with %s: verified %v, resident %v MiB\n", env, res.Variants[env], res.VariantsResidentMiB[env])
 	}
 	proc, rounds := b.restarts(proc, replicas, "")
 	res.ReadySeconds = medianOf(rounds, func(r Restart) float64 { return r.ReadySeconds })
 	res.VerifiedSeconds = medianOf(rounds, func(r Restart) float64 { return r.VerifiedSeconds })
+	res.ResidentMiB = medianOf(rounds, func(r Restart) float64 { return r.ResidentMiB })
 	for _, r := range rounds {
 		res.VerifiedRounds = append(res.VerifiedRounds, r.VerifiedSeconds)
+		res.ResidentRounds = append(res.ResidentRounds, r.ResidentMiB)
 		res.Writes += r.Writes
 	}
 	return proc, res
@@ -436,7 +518,7 @@ func (b *bench) restartVerified(replicas int, env string) (*process, Restart) {
 	start := time.Now()
 	proc := b.startCmsyncWith(env)
 	res := Restart{ReadySeconds: time.Since(start).Seconds()}
-	profiled := b.cpuProfiles(context.Background(), proc, fmt.Sprintf("restart-%d", replicas), phaseProfileSeconds)
+	profiled := b.cpuProfiles(context.Background(), proc, fmt.Sprintf("restart-%d", replicas), restartProfileSeconds)
 	defer profiled()
 	for deadline := start.Add(10 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if syncedReplicas(proc) == replicas {
@@ -449,8 +531,13 @@ func (b *bench) restartVerified(replicas int, env string) (*process, Restart) {
 	}
 	time.Sleep(time.Until(start.Add(min(b.c.idle, 20*time.Second))))
 	res.Writes = b.cmsyncWrites(start, time.Now())
+	res.ResidentMiB = proc.memory().SteadyMiB
 	return proc, res
 }
+
+// restartProfileSeconds is the length of a restart's CPU profiles: the whole of a
+// restart at 100,000 replicas, which takes about 5 s on 2 cores.
+const restartProfileSeconds = 8
 
 // apiMetric reads the value of one series of the API server's metrics (the full
 // line up to the value: name and labels); 0 when absent.
