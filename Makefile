@@ -226,11 +226,17 @@ SWEEP_ARGS ?=
 bench-sweep: build ## The curve: fan-out, mass update, cleanup and restart against LIMIT at N=100/1,000/10,000 namespaces, S=1/10/100 sources and 1/100/900 KiB objects (3 rounds, each on a fresh control plane, and 3 restarts each; 9 rounds at points of fewer than 5,000 replicas, two at 900 KiB; 70–120 minutes); bench/results/sweep-*.json and the plots in bench/plots/.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep $(SWEEP_ARGS)
 
+.PHONY: bench-restarts
+bench-restarts: build ## Only the sweep's memory and restarts at S=100 × 1,000 namespaces (100,000 replicas fanned out by cmsync, then 5 restarts; about 7 minutes); bench/results/restarts-*.json.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -restarts-only -sweep-s 100 -sweep-restarts 5 $(SWEEP_ARGS)
+
 .PHONY: bench-smoke
-bench-smoke: build ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first) and a tiny -write-styles run, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
+bench-smoke: build ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first), a tiny -restarts-only run and a tiny -write-styles run, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep \
 	  -sweep-n 20 -sweep-s 2 -sweep-sizes 4Ki -sweep-base-n 20 -sweep-rounds 2 -sweep-short-rounds 2 -idle 3s -aftermath 200ms \
 	  -out $(BIN)/bench-smoke -plot-dir $(BIN)/bench-smoke/plots
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -restarts-only \
+	  -sweep-s 2 -sweep-base-n 20 -sweep-restarts 1 -idle 3s -out $(BIN)/bench-smoke
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -write-styles -n 20 -rounds 2 -out $(BIN)/bench-smoke
 
 CHAOS_KILLS ?= 100

@@ -112,20 +112,23 @@ func main() {
 	o := parseFlags()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	ctx := ctrl.SetupSignalHandler()
+	started := make(chan struct{})
 	if os.Getenv("GOGC") == "" {
-		go gctune.Run(ctx)
+		go gctune.Run(ctx, started)
 	}
-	if err := run(ctx, o); err != nil {
+	if err := run(ctx, o, func() { close(started) }); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "cmsync stopped")
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, o options) error {
+// run runs cmsync until ctx ends; cachesSynced is called once its caches have listed.
+func run(ctx context.Context, o options, cachesSynced func()) error {
 	replicate, err := o.replicatorOptions()
 	if err != nil {
 		return err
 	}
+	replicate.CachesSynced = cachesSynced
 	mgr, err := newManager(ctx, o, replicator.ManagerCacheOptions(replicate))
 	if err != nil {
 		return err

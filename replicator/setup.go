@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -36,6 +37,9 @@ type Options struct {
 	// Secrets replicates labelled Secrets too. Off, cmsync makes no request about
 	// Secrets at all.
 	Secrets bool
+	// CachesSynced, when set, is called once every cache the controllers read has
+	// listed, whether or not this process leads: the end of a start's burst.
+	CachesSynced func()
 }
 
 // metadataAnswersFrom is the size of a replica (in protobuf) from which cmsync asks
@@ -72,9 +76,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
+	caches := []cache.Cache{mgr.GetCache(), configMapReplicas}
 	if o.Secrets {
-		if _, _, err := setupKind(ctx, mgr, o, desired.SecretKind{}, "secret-source", metrics); err != nil {
+		_, secretReplicas, err := setupKind(ctx, mgr, o, desired.SecretKind{}, "secret-source", metrics)
+		if err != nil {
 			return err
+		}
+		caches = append(caches, secretReplicas)
+	}
+	if o.CachesSynced != nil {
+		if err := mgr.Add(whenSynced{caches: caches, then: o.CachesSynced}); err != nil {
+			return fmt.Errorf("adding the caches' start signal: %w", err)
 		}
 	}
 	if !runSyncs {
@@ -130,6 +142,25 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	}
 	return shared, replicas, nil
 }
+
+// whenSynced calls then once every one of caches has listed. It runs in every process,
+// leading or not: a standby fills its caches as the leader does.
+type whenSynced struct {
+	caches []cache.Cache
+	then   func()
+}
+
+func (w whenSynced) Start(ctx context.Context) error {
+	for _, c := range w.caches {
+		if !c.WaitForCacheSync(ctx) {
+			return nil // stopping
+		}
+	}
+	w.then()
+	return nil
+}
+
+func (whenSynced) NeedLeaderElection() bool { return false }
 
 // shouldRunConfigMapSync decides from the mode and whether the API server serves the
 // ConfigMapSync CRD.

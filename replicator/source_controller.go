@@ -261,7 +261,7 @@ func (r *sourceReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas cache.
 		Named(r.name).
 		For(r.kind.New(), builder.WithPredicates(predicates.SourceChanged(r.kind))).
 		WatchesRawSource(source.Kind(replicas, desired.NewMetadata(r.kind),
-			handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica), predicates.ReplicaChanged())).
+			handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica), predicates.ReplicaChanged(), predicates.FirstOfEachOwnerAtStart(r.findSourceOfReplica))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSourcesForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(former, &handler.EnqueueRequestForObject{})).

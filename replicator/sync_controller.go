@@ -309,7 +309,7 @@ func (r *syncReconciler) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache
 		Named("configmapsync").
 		For(&v1alpha1.ConfigMapSync{}, builder.WithPredicates(predicates.SyncChanged())).
 		WatchesRawSource(source.Kind(replicas, desired.NewMetadata(r.engine.kind),
-			handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica), predicates.ReplicaChanged())).
+			handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica), predicates.ReplicaChanged(), predicates.FirstOfEachOwnerAtStart(findSyncOfReplica))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSyncsForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(r.sources.Events(), handler.EnqueueRequestsFromMapFunc(r.findSyncsForSource))).
