@@ -107,7 +107,9 @@ func SyncChanged() predicate.Predicate {
 // first replica of each owner still passes, which is how the replicas of a source
 // deleted while cmsync was down are found. The set of owners seen stays (one entry per
 // owner with replicas); after the initial list it is no longer read.
-func FirstOfEachOwnerAtStart[R comparable](mapFunc func(context.Context, *metav1.PartialObjectMetadata) []R) predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
+func FirstOfEachOwnerAtStart[R comparable](
+	mapFunc func(context.Context, *metav1.PartialObjectMetadata) []R,
+) predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
 	var mu sync.Mutex
 	seen := map[R]struct{}{}
 	return predicate.TypedFuncs[*metav1.PartialObjectMetadata]{CreateFunc: func(e event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool {

@@ -58,7 +58,8 @@ func newMetrics(reg prometheus.Registerer, kinds ...string) *sourceMetrics {
 		}, []string{kindLabel}),
 		notSynced: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cmsync_sources_not_synced",
-			Help: "Sources whose last pass did not leave every target in sync, by kind and reason: Conflict or Failed (Degraded; Failed also when a ConfigMapSync's source could not be read), " +
+			Help: "Sources whose last pass did not leave every target in sync, by kind and reason: " +
+				"Conflict or Failed (Degraded; Failed also when a ConfigMapSync's source could not be read), " +
 				"Invalid (nothing was changed), SourceNotFound (a ConfigMapSync's source is missing).",
 		}, []string{kindLabel, "reason"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -261,7 +261,8 @@ func (r *sourceReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas cache.
 		Named(r.name).
 		For(r.kind.New(), builder.WithPredicates(predicates.SourceChanged(r.kind))).
 		WatchesRawSource(source.Kind(replicas, desired.NewMetadata(r.kind),
-			handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica), predicates.ReplicaChanged(), predicates.FirstOfEachOwnerAtStart(r.findSourceOfReplica))).
+			handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica),
+			predicates.ReplicaChanged(), predicates.FirstOfEachOwnerAtStart(r.findSourceOfReplica))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSourcesForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(former, &handler.EnqueueRequestForObject{})).
