@@ -154,15 +154,20 @@ type Restart struct {
 	// their medians.
 	VerifiedRounds []float64 `json:"verifiedRounds,omitempty"`
 	Writes         int64     `json:"writes"`
+	// CPUSeconds is cmsync's CPU from its start until every replica was verified (less
+	// spread by a busy host than the time), and CPURounds the restarts' one by one.
+	CPUSeconds float64   `json:"cpuSeconds,omitempty"`
+	CPURounds  []float64 `json:"cpuRounds,omitempty"`
 	// ResidentMiB is cmsync's resident size at the end of a sweep's restart (20 s
 	// after the start, once a finished start's memory has been returned), and
 	// ResidentRounds the restarts' one by one.
 	ResidentMiB    float64   `json:"residentMiB,omitempty"`
 	ResidentRounds []float64 `json:"residentRounds,omitempty"`
 	// Variants are the verified seconds of each restart with one of
-	// -sweep-restart-variants' environments, by environment, and VariantsResidentMiB
-	// their resident sizes.
+	// -sweep-restart-variants' environments, by environment, VariantsCPUSeconds their
+	// CPU and VariantsResidentMiB their resident sizes.
 	Variants            map[string][]float64 `json:"variants,omitempty"`
+	VariantsCPUSeconds  map[string][]float64 `json:"variantsCPUSeconds,omitempty"`
 	VariantsResidentMiB map[string][]float64 `json:"variantsResidentMiB,omitempty"`
 }
 

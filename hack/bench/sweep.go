@@ -446,9 +446,10 @@ func restartsOnly(c config) error {
 			}
 		}
 		stop()
-		fmt.Printf("%d replicas: fan-out %.2fs, resident %.1f MiB, restart: ready %.2fs, verified %.2fs (of %v), resident after %.1f MiB (of %v), %d writes\n",
+		fmt.Printf("%d replicas: fan-out %.2fs, resident %.1f MiB, restart: ready %.2fs, verified %.2fs (of %v), CPU %.2fs (of %v), "+
+			"resident after %.1f MiB (of %v), %d writes\n",
 			p.Replicas, p.FanOut, p.Memory.SteadyMiB, p.Restart.ReadySeconds, p.Restart.VerifiedSeconds, p.Restart.VerifiedRounds,
-			p.Restart.ResidentMiB, p.Restart.ResidentRounds, p.Restart.Writes)
+			p.Restart.CPUSeconds, p.Restart.CPURounds, p.Restart.ResidentMiB, p.Restart.ResidentRounds, p.Restart.Writes)
 		res.Points = append(res.Points, p)
 		data, err := json.MarshalIndent(res, "", "  ")
 		if err != nil {
@@ -475,20 +476,24 @@ func (b *bench) restartsVerified(proc *process, replicas int) (*process, Restart
 		var variant []Restart
 		proc, variant = b.restarts(proc, replicas, env)
 		if res.Variants == nil {
-			res.Variants, res.VariantsResidentMiB = map[string][]float64{}, map[string][]float64{}
+			res.Variants, res.VariantsCPUSeconds, res.VariantsResidentMiB = map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 		}
 		for _, r := range variant {
 			res.Variants[env] = append(res.Variants[env], r.VerifiedSeconds)
+			res.VariantsCPUSeconds[env] = append(res.VariantsCPUSeconds[env], r.CPUSeconds)
 			res.VariantsResidentMiB[env] = append(res.VariantsResidentMiB[env], r.ResidentMiB)
 		}
-		fmt.Printf("  restart with %s: verified %v, resident %v MiB\n", env, res.Variants[env], res.VariantsResidentMiB[env])
+		fmt.Printf("  restart with %s: verified %v, CPU %v s, resident %v MiB\n",
+			env, res.Variants[env], res.VariantsCPUSeconds[env], res.VariantsResidentMiB[env])
 	}
 	proc, rounds := b.restarts(proc, replicas, "")
 	res.ReadySeconds = medianOf(rounds, func(r Restart) float64 { return r.ReadySeconds })
 	res.VerifiedSeconds = medianOf(rounds, func(r Restart) float64 { return r.VerifiedSeconds })
 	res.ResidentMiB = medianOf(rounds, func(r Restart) float64 { return r.ResidentMiB })
+	res.CPUSeconds = medianOf(rounds, func(r Restart) float64 { return r.CPUSeconds })
 	for _, r := range rounds {
 		res.VerifiedRounds = append(res.VerifiedRounds, r.VerifiedSeconds)
+		res.CPURounds = append(res.CPURounds, r.CPUSeconds)
 		res.ResidentRounds = append(res.ResidentRounds, r.ResidentMiB)
 		res.Writes += r.Writes
 	}
@@ -523,6 +528,7 @@ func (b *bench) restartVerified(replicas int, env string) (*process, Restart) {
 	for deadline := start.Add(10 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		if syncedReplicas(proc) == replicas {
 			res.VerifiedSeconds = time.Since(start).Seconds()
+			res.CPUSeconds = proc.cpuSeconds()
 			break
 		}
 		if time.Now().After(deadline) {
