@@ -1254,12 +1254,17 @@ func saveResult(dir, prefix string, res any) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	path := filepath.Join(dir, prefix+time.Now().UTC().Format("20060102-150405")+".json")
+	fmt.Println("results:", path)
+	return writeJSON(path, res)
+}
+
+// writeJSON writes res as indented JSON to path.
+func writeJSON(path string, res any) error {
 	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, prefix+time.Now().UTC().Format("20060102-150405")+".json")
-	fmt.Println("results:", path)
 	return os.WriteFile(path, data, 0o644)
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -145,11 +144,7 @@ func sweep(c config) error {
 		res.Points = append(res.Points, p)
 		printPoint(p)
 		// Saved after every point: a point that fails loses only itself.
-		data, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
+		if err := writeJSON(path, res); err != nil {
 			return err
 		}
 	}
@@ -451,11 +446,7 @@ func restartsOnly(c config) error {
 			p.Replicas, p.FanOut, p.Memory.SteadyMiB, p.Restart.ReadySeconds, p.Restart.VerifiedSeconds, p.Restart.VerifiedRounds,
 			p.Restart.CPUSeconds, p.Restart.CPURounds, p.Restart.ResidentMiB, p.Restart.ResidentRounds, p.Restart.Writes)
 		res.Points = append(res.Points, p)
-		data, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
+		if err := writeJSON(path, res); err != nil {
 			return err
 		}
 	}
