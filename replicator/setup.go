@@ -85,7 +85,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		caches = append(caches, secretReplicas)
 	}
 	if o.CachesSynced != nil {
-		if err := mgr.Add(whenSynced{caches: caches, then: o.CachesSynced}); err != nil {
+		if err := mgr.Add(whenSynced{synced: allSynced(caches...), then: o.CachesSynced}); err != nil {
 			return fmt.Errorf("adding the caches' start signal: %w", err)
 		}
 	}
@@ -130,9 +130,7 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 		metrics:         metrics,
 		conflictRecheck: o.ConflictRecheck,
 	}
-	former := newFormerSources(kind, mgr.GetAPIReader(), func(ctx context.Context) bool {
-		return replicas.WaitForCacheSync(ctx) && mgr.GetCache().WaitForCacheSync(ctx)
-	})
+	former := newFormerSources(kind, mgr.GetAPIReader(), allSynced(replicas, mgr.GetCache()))
 	if err := mgr.Add(former); err != nil {
 		return door[T]{}, nil, fmt.Errorf("adding the %s former-source sweep: %w", kind.Name(), err)
 	}
@@ -143,21 +141,30 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	return shared, replicas, nil
 }
 
-// whenSynced calls then once every one of caches has listed. It runs in every process,
-// leading or not: a standby fills its caches as the leader does.
+// allSynced waits until every one of caches has listed; false when ctx ends first.
+func allSynced(caches ...cache.Cache) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		for _, c := range caches {
+			if !c.WaitForCacheSync(ctx) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// whenSynced calls then once synced reports the caches listed. It runs in every
+// process, leading or not: a standby fills its caches as the leader does.
 type whenSynced struct {
-	caches []cache.Cache
+	synced func(context.Context) bool
 	then   func()
 }
 
 func (w whenSynced) Start(ctx context.Context) error {
-	for _, c := range w.caches {
-		if !c.WaitForCacheSync(ctx) {
-			return nil // stopping
-		}
+	if w.synced(ctx) {
+		w.then()
 	}
-	w.then()
-	return nil
+	return nil // or stopping
 }
 
 func (whenSynced) NeedLeaderElection() bool { return false }

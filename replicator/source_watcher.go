@@ -70,15 +70,14 @@ func (w *sourceWatcher) Get(ctx context.Context, key types.NamespacedName) (cm *
 	listedOrRefused := func() bool { return source.informer.HasSynced() || source.listError.Load() != nil }
 	toolscache.WaitForCacheSync(waitCtx.Done(), listedOrRefused)
 	if !source.informer.HasSynced() {
+		cause := fmt.Errorf("no initial list within %s", syncTimeout)
 		switch last := source.listError.Load(); {
 		case last != nil:
-			return nil, false, fmt.Errorf("reading source ConfigMap %s: %w", key.String(), *last)
+			cause = *last
 		case ctx.Err() != nil:
-			// The reconcile was called off (the process is stopping), not timed out.
-			return nil, false, fmt.Errorf("reading source ConfigMap %s: %w", key.String(), ctx.Err())
-		default:
-			return nil, false, fmt.Errorf("reading source ConfigMap %s: no initial list within %s", key.String(), syncTimeout)
+			cause = ctx.Err() // the reconcile was called off (the process is stopping), not timed out
 		}
+		return nil, false, fmt.Errorf("reading source ConfigMap %s: %w", key.String(), cause)
 	}
 	obj, exists, err := source.informer.GetStore().GetByKey(key.String())
 	if err != nil || !exists {

@@ -419,8 +419,7 @@ func restartsOnly(c config) error {
 		}
 		step("RESTARTS ONLY: %d sources to %d namespaces", sources, p.Namespaces)
 		b.createNamespaces(context.Background(), p.Namespaces)
-		b.payload = strings.Repeat("x", 1024)
-		proc := b.startCmsync()
+		proc := b.startCmsync() // the bench's payload is 1 KiB
 		p.FanOut = b.fanOut(context.Background(), "p", sources).seconds()
 		time.Sleep(min(c.idle, 30*time.Second)) // as the sweep lets the heap settle
 		p.Memory = proc.memory()
