@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,9 +38,9 @@ func ManagerCacheOptions(o Options) cache.Options {
 	}
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: sources,
-		// Every pass lists every namespace; nothing modifies what it reads of them, so
-		// the list need not copy each namespace's metadata (100 sources' passes over
-		// 1,000 namespaces copied 100,000 at a start).
+		// Every pass lists every namespace, from the informer's store (namespaceLister);
+		// nothing modifies what it reads of them, so no read through the cache copies
+		// them either.
 		namespaceMetadata(): {Transform: stripNamespaceMetadata, UnsafeDisableDeepCopy: ptr.To(true)},
 	}
 	if o.Secrets {
@@ -65,18 +66,39 @@ func stripNamespaceMetadata(in any) (any, error) {
 	return in, nil
 }
 
-// listNamespaces reads every namespace's metadata from the cache.
-func listNamespaces(ctx context.Context, reader client.Reader) ([]desired.Namespace, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
-	if err := reader.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing namespaces: %w", err)
+// namespaceLister reads every namespace's metadata straight from the manager cache's
+// informer, which every pass does. The cache's List fills a list of values by
+// reflection, so even with its deep copies off it copied each namespace: at a start,
+// 100 sources' passes over 1,000 namespaces allocated 34 MB so, a twentieth of all the
+// start allocated (make bench-restarts).
+type namespaceLister struct {
+	indexer toolscache.Indexer
+}
+
+// newNamespaceLister gets (or creates) the manager cache's namespace informer, which
+// the controllers' namespace watches share.
+func newNamespaceLister(ctx context.Context, c cache.Cache) (namespaceLister, error) {
+	informer, err := c.GetInformer(ctx, namespaceMetadata())
+	if err != nil {
+		return namespaceLister{}, fmt.Errorf("getting the namespace informer: %w", err)
 	}
-	namespaces := make([]desired.Namespace, 0, len(list.Items))
-	for i := range list.Items {
-		namespaces = append(namespaces, namespaceOf(&list.Items[i]))
+	shared, ok := informer.(toolscache.SharedIndexInformer)
+	if !ok {
+		return namespaceLister{}, fmt.Errorf("getting the namespace informer: unexpected informer %T", informer)
 	}
-	return namespaces, nil
+	return namespaceLister{indexer: shared.GetIndexer()}, nil
+}
+
+// List returns every namespace the cache holds. Passes run once the cache has listed.
+func (l namespaceLister) List() []desired.Namespace {
+	objs := l.indexer.List()
+	namespaces := make([]desired.Namespace, 0, len(objs))
+	for _, obj := range objs {
+		if ns, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			namespaces = append(namespaces, namespaceOf(ns))
+		}
+	}
+	return namespaces
 }
 
 func namespaceOf(obj client.Object) desired.Namespace {

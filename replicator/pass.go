@@ -85,10 +85,11 @@ func splitOwned(owned []*metav1.PartialObjectMetadata, owner desired.Owner, name
 // door is what both front doors share: the engine that writes their replicas, the
 // controller's policy, and where they report.
 type door[T desired.Object] struct {
-	engine   *Engine[T]
-	policy   desired.Policy
-	recorder events.EventRecorder
-	metrics  *sourceMetrics
+	engine     *Engine[T]
+	policy     desired.Policy
+	namespaces namespaceLister
+	recorder   events.EventRecorder
+	metrics    *sourceMetrics
 	// conflictRecheck is how soon an owner with a conflict looks again: an unmanaged
 	// object in the way is not in cmsync's caches, so its removal raises no event.
 	conflictRecheck time.Duration

@@ -123,9 +123,14 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	if err != nil {
 		return door[T]{}, nil, err
 	}
+	namespaces, err := newNamespaceLister(ctx, mgr.GetCache())
+	if err != nil {
+		return door[T]{}, nil, err
+	}
 	shared := door[T]{
 		engine:          NewEngine(kind, writer, mgr.GetClient(), replicas, mgr.GetAPIReader(), o.Writers),
 		policy:          o.Policy,
+		namespaces:      namespaces,
 		recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),
 		metrics:         metrics,
 		conflictRecheck: o.ConflictRecheck,

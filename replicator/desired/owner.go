@@ -3,6 +3,7 @@ package desired
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,8 +59,25 @@ func (o Owner) Key() string {
 // may cmsync change or delete it for this owner. A replica whose other markers were
 // edited is still owned and is repaired; one whose managed-by label was removed has
 // been disowned.
+//
+// It is OwnerKeyOf(o.Kind, obj) == o.Key() with the source annotation naming o.Source,
+// decided without building either key: it runs for every replica event and for every
+// replica of every pass, and the keys' strings were most of what it cost.
 func (o Owner) Owns(obj metav1.Object) bool {
-	return IsReplica(obj) && obj.GetAnnotations()[v1alpha1.SourceAnnotation] == o.Source.String() && OwnerKeyOf(o.Kind, obj) == o.Key()
+	if !IsReplica(obj) || !namesSource(obj.GetAnnotations()[v1alpha1.SourceAnnotation], o.Source) {
+		return false
+	}
+	ref := syncReference(obj)
+	if o.Sync == nil {
+		return ref == nil
+	}
+	return ref != nil && ref.UID == o.Sync.UID
+}
+
+// namesSource reports whether a source annotation's value is source.String().
+func namesSource(value string, source types.NamespacedName) bool {
+	ns, name, found := strings.Cut(value, "/")
+	return found && ns == source.Namespace && name == source.Name
 }
 
 // OwnerKeyOf is the Key of the owner that a replica of kind names.

@@ -224,6 +224,51 @@ func TestOwnersNeverShareAReplica(t *testing.T) {
 	}
 }
 
+// Owns decides without building keys; it must say what the keys say, for replicas
+// whose markers were edited too.
+func TestOwnsIsTheOwnerKeyWithTheSourceAnnotation(t *testing.T) {
+	key := types.NamespacedName{Namespace: "platform", Name: "settings"}
+	sync := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "uid-a"},
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: "platform", ConfigMapName: "settings"}}
+	owners := []Owner{
+		AnnotationOwner("ConfigMap", key), AnnotationOwner("Secret", key), SyncOwner(sync),
+		AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "settings/x"}),
+		AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: ""}),
+	}
+	edits := map[string]func(*corev1.ConfigMap){
+		"as written":              func(*corev1.ConfigMap) {},
+		"another source":          func(r *corev1.ConfigMap) { r.Annotations[v1alpha1.SourceAnnotation] = "platform/other" },
+		"a longer source":         func(r *corev1.ConfigMap) { r.Annotations[v1alpha1.SourceAnnotation] = "platform/settings/x" },
+		"a prefix of the source":  func(r *corev1.ConfigMap) { r.Annotations[v1alpha1.SourceAnnotation] = "platform/" },
+		"no separator":            func(r *corev1.ConfigMap) { r.Annotations[v1alpha1.SourceAnnotation] = "platformsettings" },
+		"no source annotation":    func(r *corev1.ConfigMap) { delete(r.Annotations, v1alpha1.SourceAnnotation) },
+		"managed-by removed":      func(r *corev1.ConfigMap) { delete(r.Labels, v1alpha1.ManagedByLabel) },
+		"another sync's UID":      func(r *corev1.ConfigMap) { setSyncRef(r, "uid-b", true) },
+		"this sync's UID":         func(r *corev1.ConfigMap) { setSyncRef(r, "uid-a", true) },
+		"sync not the controller": func(r *corev1.ConfigMap) { setSyncRef(r, "uid-a", false) },
+	}
+	for _, writer := range owners[:3] {
+		for edit, apply := range edits {
+			replica := NewTemplate(ConfigMapKind{}, sampleSource(), Shape{}, writer).In("team-a")
+			apply(replica)
+			for _, o := range owners {
+				want := IsReplica(replica) && replica.Annotations[v1alpha1.SourceAnnotation] == o.Source.String() &&
+					OwnerKeyOf(o.Kind, replica) == o.Key()
+				if got := o.Owns(replica); got != want {
+					t.Errorf("replica of %s, %s: Owns by %s = %v, want %v", writer.Key(), edit, o.Key(), got, want)
+				}
+			}
+		}
+	}
+}
+
+// setSyncRef makes a ConfigMapSync with uid the only owner reference of r.
+func setSyncRef(r *corev1.ConfigMap, uid types.UID, controller bool) {
+	r.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.ConfigMapSyncKind, Name: "x", UID: uid, Controller: ptr.To(controller),
+	}}
+}
+
 // settingsOwner owns the replicas of sampleSource's annotations.
 var settingsOwner = AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: "platform", Name: "settings"})
 
