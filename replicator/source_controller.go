@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -26,6 +25,7 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/predicates"
 	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/replicator/replicacache"
 )
 
 // sourceReconciler is the annotation form's front door for kind T: it replicates every
@@ -62,7 +62,7 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, r.retire(ctx, owner)
 	}
 
-	plan, err := r.planFor(ctx, src, owner)
+	plan, err := r.planFor(src, owner)
 	var invalid invalidSourceError
 	if errors.As(err, &invalid) {
 		return afterStatusWrite(ctx, r.reportInvalid(ctx, src, owner, invalid))
@@ -82,7 +82,7 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 type invalidSourceError struct{ error }
 
 // planFor decides what the source wants, or why it cannot be acted on.
-func (r *sourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.Owner) (Plan[T], error) {
+func (r *sourceReconciler[T]) planFor(src T, owner desired.Owner) (Plan[T], error) {
 	if err := r.policy.CheckSourceNamespace(src.GetNamespace()); err != nil {
 		return Plan[T]{}, invalidSourceError{err}
 	}
@@ -107,10 +107,7 @@ func (r *sourceReconciler[T]) planFor(ctx context.Context, src T, owner desired.
 	if err != nil {
 		return Plan[T]{}, invalidSourceError{err}
 	}
-	namespaces, err := listNamespaces(ctx, r.client)
-	if err != nil {
-		return Plan[T]{}, err
-	}
+	namespaces := r.namespaces.List()
 	plan := Plan[T]{
 		Targets:  desired.TargetNamespaces(spec, src.GetNamespace(), namespaces, r.policy),
 		Template: desired.NewTemplate(r.kind, src, shape, owner),
@@ -256,12 +253,13 @@ func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj c
 // SetupWithManager watches sources (the manager's cache), replicas (the replica cache,
 // mapped to their source), namespaces (mapped to the sources that may target them) and
 // the former sources found at the start of a term (formerSources).
-func (r *sourceReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache, former <-chan event.GenericEvent, options controller.Options) error {
+func (r *sourceReconciler[T]) SetupWithManager(
+	mgr ctrl.Manager, replicas *replicacache.Cache[T], former <-chan event.GenericEvent, options controller.Options,
+) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
 		For(r.kind.New(), builder.WithPredicates(predicates.SourceChanged(r.kind))).
-		WatchesRawSource(source.Kind(replicas, desired.NewMetadata(r.kind),
-			handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica),
+		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica),
 			predicates.ReplicaChanged(), predicates.FirstOfEachOwnerAtStart(r.findSourceOfReplica))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSourcesForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).

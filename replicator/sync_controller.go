@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -24,6 +23,7 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/predicates"
 	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/replicator/replicacache"
 )
 
 // syncReconciler is the ConfigMapSync front door: it resolves a ConfigMapSync's targets
@@ -119,10 +119,7 @@ func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 	if err := r.policy.CheckSourceNamespace(owner.Source.Namespace); err != nil {
 		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
 	}
-	namespaces, err := listNamespaces(ctx, r.client)
-	if err != nil {
-		return plan, nil, err
-	}
+	namespaces := r.namespaces.List()
 	plan.Targets = desired.TargetNamespaces(spec, owner.Source.Namespace, namespaces, r.policy)
 	src, found, err := r.sources.Get(ctx, owner.Source)
 	if err != nil {
@@ -304,12 +301,12 @@ func findSyncOfReplica(_ context.Context, cm *metav1.PartialObjectMetadata) []re
 
 // SetupWithManager watches ConfigMapSyncs, their replicas, the namespaces they may
 // target and, through the sourceWatcher, the ConfigMaps they name.
-func (r *syncReconciler) SetupWithManager(mgr ctrl.Manager, replicas cache.Cache, options controller.Options) error {
+func (r *syncReconciler) SetupWithManager(mgr ctrl.Manager, replicas *replicacache.Cache[*corev1.ConfigMap], options controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configmapsync").
 		For(&v1alpha1.ConfigMapSync{}, builder.WithPredicates(predicates.SyncChanged())).
-		WatchesRawSource(source.Kind(replicas, desired.NewMetadata(r.engine.kind),
-			handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica), predicates.ReplicaChanged(), predicates.FirstOfEachOwnerAtStart(findSyncOfReplica))).
+		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica),
+			predicates.ReplicaChanged(), predicates.FirstOfEachOwnerAtStart(findSyncOfReplica))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSyncsForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(r.sources.Events(), handler.EnqueueRequestsFromMapFunc(r.findSyncsForSource))).

@@ -42,6 +42,7 @@ type Cache[T desired.Object] struct {
 	cache.Cache
 	kind    desired.Kind[T]
 	byOwner toolscache.Indexer
+	watch   *sharedWatch
 }
 
 // Config is what a cache needs of the manager.
@@ -82,7 +83,7 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 	if !ok {
 		return nil, fmt.Errorf("indexing the %s replica cache: unexpected informer %T", kind.Name(), informer)
 	}
-	return &Cache[T]{Cache: replicas, kind: kind, byOwner: shared.GetIndexer()}, nil
+	return &Cache[T]{Cache: replicas, kind: kind, byOwner: shared.GetIndexer(), watch: newSharedWatch(shared)}, nil
 }
 
 // newInformerFunc is the type of cache.Options.NewInformer.

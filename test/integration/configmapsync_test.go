@@ -124,6 +124,35 @@ func TestConfigMapSyncTutorialForm(t *testing.T) {
 	}
 }
 
+// A ConfigMapSync's replica edited or deleted by hand is put back, as a source's is
+// (TestRepairsDrift): its controller sees the replica's events as well as the source
+// controller does.
+func TestConfigMapSyncRepairsDrift(t *testing.T) {
+	startController(t)
+	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+	plainConfigMap(t, srcNS, "ca-bundle", map[string]string{"ca.crt": "pem"})
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, DestinationNamespace: dst, ConfigMapName: "ca-bundle"})
+	waitForSyncReplicasIn(t, sync, dst)
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+	restored := func() error {
+		r, err := getConfigMap(dst, "ca-bundle")
+		if err != nil {
+			return err
+		}
+		return expectEqualContent(r, map[string]string{"ca.crt": "pem"}, nil, nil, nil)
+	}
+
+	replica := &corev1.ConfigMap{}
+	replica.Namespace, replica.Name = dst, "ca-bundle"
+	update(t, replica, func(cm *corev1.ConfigMap) { cm.Data["ca.crt"] = "tampered" })
+	eventually(t, timeout, "edited replica restored", restored)
+
+	must(t, k8s.Delete(context.Background(), replica))
+	eventually(t, timeout, "deleted replica recreated", restored)
+	waitForSyncReplicasIn(t, sync, dst)
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+}
+
 // A missing source is reported as SourceNotFound; when it appears, replicas follow,
 // and so do later changes of its data.
 func TestConfigMapSyncSourceLifecycle(t *testing.T) {
