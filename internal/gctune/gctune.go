@@ -59,10 +59,10 @@ func gcPercentFor(live uint64, burst bool) int {
 // A start fills the caches from nothing: at 100,000 replicas the heap grows to its
 // live size within seconds, while allocating ten times that in decoded watch events,
 // and every collection on the way scans all that is already in. Until the caches have
-// listed, the collector keeps Go's default room (twice the live heap): with
-// predicates.FirstOfEachOwnerAtStart, cmsync's CPU for a restart at 100,000 replicas
-// fell from 6.0 to 5.1 s, and its resident size after it did not grow (medians of six
-// on the same replicas, make bench-restarts). The room is returned by the releaser
+// listed, the collector keeps Go's default room (twice the live heap): with one event
+// per owner from the replica watch's initial list, cmsync's CPU for a restart at
+// 100,000 replicas fell from 6.0 to 5.1 s, and its resident size after it did not grow
+// (medians of six on the same replicas, make bench-restarts). The room is returned by the releaser
 // once the start's work is over, as after any burst. It ends when the caches have
 // listed, not at the first quiet seconds: a fan-out that follows a fresh start at once
 // would otherwise run all along with that room, and stay larger after it.
@@ -76,7 +76,7 @@ const (
 	quietAllocPerTick = 4 << 20  // allocation per retune below which cmsync is quiet
 	quietTicks        = 3        // retunes in a row that quiet before releasing
 	burstAlloc        = 64 << 20 // allocation since the last release that makes a burst
-	minFreeToRelease  = 8 << 20  // free heap worth a forced collection
+	minFreeToRelease  = 8 << 20  // reclaimable heap worth a forced collection
 )
 
 // releaser decides when to return a finished burst's memory.
@@ -85,16 +85,16 @@ type releaser struct {
 	quiet                       int
 }
 
-// observe takes the bytes allocated so far and the heap's free, unreleased bytes, and
-// reports whether to release memory now.
-func (r *releaser) observe(allocs, free uint64) bool {
+// observe takes the bytes allocated so far and the heap's reclaimable bytes (see
+// reclaimable), and reports whether to release memory now.
+func (r *releaser) observe(allocs, reclaimableBytes uint64) bool {
 	if allocs-r.lastAllocs < quietAllocPerTick {
 		r.quiet++
 	} else {
 		r.quiet = 0
 	}
 	r.lastAllocs = allocs
-	if r.quiet >= quietTicks && allocs-r.allocsAtRelease >= burstAlloc && free >= minFreeToRelease {
+	if r.quiet >= quietTicks && allocs-r.allocsAtRelease >= burstAlloc && reclaimableBytes >= minFreeToRelease {
 		r.allocsAtRelease = allocs
 		return true
 	}
@@ -106,7 +106,10 @@ func (r *releaser) observe(allocs, free uint64) bool {
 // (the caches have listed) the target is Go's default. It is not used when GOGC is
 // set: the user's choice stands.
 func Run(ctx context.Context, started <-chan struct{}) {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
+	sample := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/allocs:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+	}
 	current := -1
 	var release releaser
 	starting := started // nil once closed: a retune follows it at once, once
@@ -115,10 +118,7 @@ func Run(ctx context.Context, started <-chan struct{}) {
 			starting = nil
 		}
 		metrics.Read(sample)
-		allocs := uint64(0)
-		if sample[1].Value.Kind() == metrics.KindUint64 {
-			allocs = sample[1].Value.Uint64()
-		}
+		allocs := uint64Of(sample[1].Value)
 		// The releaser holds the allocation count of the last retune.
 		burst := allocs-release.lastAllocs > burstRate
 		if sample[0].Value.Kind() == metrics.KindUint64 {
@@ -131,11 +131,8 @@ func Run(ctx context.Context, started <-chan struct{}) {
 				current = percent
 			}
 		}
-		free := uint64(0) // unknown: nothing is released
-		if sample[2].Value.Kind() == metrics.KindUint64 {
-			free = sample[2].Value.Uint64()
-		}
-		if release.observe(allocs, free) {
+		// Unknown values count 0: nothing is released.
+		if release.observe(allocs, reclaimable(uint64Of(sample[0].Value), uint64Of(sample[3].Value), uint64Of(sample[2].Value))) {
 			debug.FreeOSMemory()
 		}
 		select {
@@ -145,6 +142,27 @@ func Run(ctx context.Context, started <-chan struct{}) {
 		case <-time.After(gcRetuneEvery):
 		}
 	}
+}
+
+// reclaimable is what a forced collection and release could return to the system: the
+// heap's free pages and its dead objects (objects counts the heap's objects, live or
+// not yet collected; live is the live heap at the last collection). A burst can end
+// just before its next collection, with its garbage, up to the GC's room above the live
+// heap, still among the objects and little free: by the free pages alone such a burst
+// was never released.
+func reclaimable(live, objects, free uint64) uint64 {
+	if objects > live {
+		return free + objects - live
+	}
+	return free
+}
+
+// uint64Of is a runtime metric's value; 0 when the runtime does not know it.
+func uint64Of(v metrics.Value) uint64 {
+	if v.Kind() == metrics.KindUint64 {
+		return v.Uint64()
+	}
+	return 0
 }
 
 // isClosed reports whether c is closed; false for a nil channel.

@@ -72,3 +72,27 @@ func TestReleaseOnceABurstIsOver(t *testing.T) {
 		}
 	}
 }
+
+// A burst's garbage not yet collected when it ends is reclaimable as much as free pages.
+func TestReclaimableCountsDeadObjects(t *testing.T) {
+	for _, tc := range []struct{ live, objects, free, want uint64 }{
+		{live: 55 << 20, objects: 71 << 20, free: 1 << 20, want: 17 << 20},  // a burst ended before its collection
+		{live: 55 << 20, objects: 55 << 20, free: 15 << 20, want: 15 << 20}, // just collected
+		{live: 55 << 20, objects: 50 << 20, free: 2 << 20, want: 2 << 20},   // objects freed since: no dead ones counted
+		{live: 0, objects: 0, free: 0, want: 0},                             // unknown
+	} {
+		if got := reclaimable(tc.live, tc.objects, tc.free); got != tc.want {
+			t.Errorf("reclaimable(live %d, objects %d, free %d MiB) = %d MiB, want %d", tc.live>>20, tc.objects>>20, tc.free>>20, got>>20, tc.want>>20)
+		}
+	}
+	// Such a burst is released once quiet, where its free pages alone would not be.
+	var r releaser
+	r.observe(100<<20, 0)
+	released := false
+	for range quietTicks {
+		released = r.observe(100<<20, reclaimable(55<<20, 71<<20, 1<<20)) || released
+	}
+	if !released {
+		t.Error("a quiet heap with 16 MiB of dead objects was not released")
+	}
+}
