@@ -6,9 +6,7 @@
 package predicates
 
 import (
-	"context"
 	"maps"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,8 +43,8 @@ func SourceChanged[T desired.Object](kind desired.Kind[T]) predicate.Predicate {
 // managedFields (a resync, or a write of cmsync's that changed nothing it owns). The
 // replica cache holds metadata only: an edit of a replica's content by someone else
 // shows as that ownership changing (desired.ReducedManagedFields). Creates pass: at
-// start-up they are how orphans of deleted sources are found (FirstOfEachOwnerAtStart
-// keeps one per owner).
+// start-up they are how orphans of deleted sources are found (the replica cache's
+// watch hands on one per owner).
 func ReplicaChanged() predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
 	return predicate.TypedFuncs[*metav1.PartialObjectMetadata]{UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
 		return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
@@ -95,37 +93,5 @@ func SyncChanged() predicate.Predicate {
 		newSync, okNew := e.ObjectNew.(*v1alpha1.ConfigMapSync)
 		statusChanged := !okOld || !okNew || !equality.Semantic.DeepEqual(oldSync.Status, newSync.Status)
 		return statusChanged || e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || !sameLifecycle(e.ObjectOld, e.ObjectNew)
-	}}
-}
-
-// FirstOfEachOwnerAtStart passes a replica create of the watch's initial list only when
-// it maps (mapFunc, the watch's own map) to a request no earlier create of the initial
-// list mapped to; every other event passes. At a start every replica of a source maps
-// to that source: of 100,000 replicas of 100 sources the queue keeps 100 requests and
-// drops the rest, after each has cost an event handler's work and allocations (a
-// tenth of cmsync's CPU in a restart at 100,000 replicas, make bench-restarts). The
-// first replica of each owner still passes, which is how the replicas of a source
-// deleted while cmsync was down are found. The set of owners seen stays (one entry per
-// owner with replicas); after the initial list it is no longer read.
-func FirstOfEachOwnerAtStart[R comparable](
-	mapFunc func(context.Context, *metav1.PartialObjectMetadata) []R,
-) predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
-	var mu sync.Mutex
-	seen := map[R]struct{}{}
-	return predicate.TypedFuncs[*metav1.PartialObjectMetadata]{CreateFunc: func(e event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool {
-		if !e.IsInInitialList {
-			return true
-		}
-		requests := mapFunc(context.Background(), e.Object)
-		mu.Lock()
-		defer mu.Unlock()
-		first := false
-		for _, r := range requests {
-			if _, ok := seen[r]; !ok {
-				seen[r] = struct{}{}
-				first = true
-			}
-		}
-		return first
 	}}
 }

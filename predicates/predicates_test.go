@@ -1,7 +1,6 @@
 package predicates
 
 import (
-	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -187,49 +186,5 @@ func TestSyncChanged(t *testing.T) {
 		if got := SyncChanged().Update(event.UpdateEvent{ObjectOld: base, ObjectNew: updated}); got != tt.want {
 			t.Errorf("%s: Update = %v, want %v", tt.name, got, tt.want)
 		}
-	}
-}
-
-func TestFirstOfEachOwnerAtStart(t *testing.T) {
-	replica := func(namespace, source string) *metav1.PartialObjectMetadata {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-			Name: "app", Namespace: namespace, Annotations: map[string]string{v1alpha1.SourceAnnotation: source},
-		}}
-	}
-	// The map of the test: a replica maps to the source its annotation names, or to
-	// nothing (no annotation).
-	mapFunc := func(_ context.Context, obj *metav1.PartialObjectMetadata) []string {
-		if source := obj.Annotations[v1alpha1.SourceAnnotation]; source != "" {
-			return []string{source}
-		}
-		return nil
-	}
-	p := FirstOfEachOwnerAtStart(mapFunc)
-	create := func(obj *metav1.PartialObjectMetadata, initial bool) bool {
-		return p.Create(event.TypedCreateEvent[*metav1.PartialObjectMetadata]{Object: obj, IsInInitialList: initial})
-	}
-	for _, tc := range []struct {
-		what    string
-		obj     *metav1.PartialObjectMetadata
-		initial bool
-		want    bool
-	}{
-		{"the first replica of a source in the initial list", replica("a", "src/one"), true, true},
-		{"its second", replica("b", "src/one"), true, false},
-		{"the first of another source", replica("a", "src/two"), true, true},
-		{"a replica that maps to no source", replica("c", ""), true, false},
-		{"a create after the initial list, of a source seen", replica("c", "src/one"), false, true},
-		{"its third in the initial list (a late handler's replay)", replica("d", "src/one"), true, false},
-	} {
-		if got := create(tc.obj, tc.initial); got != tc.want {
-			t.Errorf("%s: passed %v, want %v", tc.what, got, tc.want)
-		}
-	}
-	old, updated := replica("a", "src/one"), replica("a", "src/one")
-	if !p.Update(event.TypedUpdateEvent[*metav1.PartialObjectMetadata]{ObjectOld: old, ObjectNew: updated}) {
-		t.Error("an update was dropped")
-	}
-	if !p.Delete(event.TypedDeleteEvent[*metav1.PartialObjectMetadata]{Object: old}) {
-		t.Error("a delete was dropped")
 	}
 }

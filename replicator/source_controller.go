@@ -260,7 +260,7 @@ func (r *sourceReconciler[T]) SetupWithManager(
 		Named(r.name).
 		For(r.kind.New(), builder.WithPredicates(predicates.SourceChanged(r.kind))).
 		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica),
-			predicates.ReplicaChanged(), predicates.FirstOfEachOwnerAtStart(r.findSourceOfReplica))).
+			predicates.ReplicaChanged())).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSourcesForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(former, &handler.EnqueueRequestForObject{})).

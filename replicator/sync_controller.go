@@ -306,7 +306,7 @@ func (r *syncReconciler) SetupWithManager(mgr ctrl.Manager, replicas *replicacac
 		Named("configmapsync").
 		For(&v1alpha1.ConfigMapSync{}, builder.WithPredicates(predicates.SyncChanged())).
 		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica),
-			predicates.ReplicaChanged(), predicates.FirstOfEachOwnerAtStart(findSyncOfReplica))).
+			predicates.ReplicaChanged())).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSyncsForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(r.sources.Events(), handler.EnqueueRequestsFromMapFunc(r.findSyncsForSource))).
