@@ -84,14 +84,22 @@ func waitForSyncReplicasIn(t *testing.T, sync *v1alpha1.ConfigMapSync, want ...s
 	})
 }
 
+// tutorialSync is the tutorial's ConfigMapSync: ca-bundle (ca.crt: pem) copied from a
+// new namespace to another, once its replica is there.
+func tutorialSync(t *testing.T) (srcNS, dst string, sync *v1alpha1.ConfigMapSync) {
+	t.Helper()
+	srcNS, dst = newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+	plainConfigMap(t, srcNS, "ca-bundle", map[string]string{"ca.crt": "pem"})
+	sync = newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, DestinationNamespace: dst, ConfigMapName: "ca-bundle"})
+	waitForSyncReplicasIn(t, sync, dst)
+	return srcNS, dst, sync
+}
+
 // The original tutorial form works unchanged, and the printer columns show source,
 // synced/targets and Ready.
 func TestConfigMapSyncTutorialForm(t *testing.T) {
 	startController(t)
-	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
-	plainConfigMap(t, srcNS, "ca-bundle", map[string]string{"ca.crt": "pem"})
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, DestinationNamespace: dst, ConfigMapName: "ca-bundle"})
-	waitForSyncReplicasIn(t, sync, dst)
+	srcNS, dst, sync := tutorialSync(t)
 	got := waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced)
 	if got.Status.TargetNamespaces != 1 || got.Status.SyncedNamespaces != 1 || got.Status.LastSyncTime == nil {
 		t.Errorf("status %+v", got.Status)
@@ -129,10 +137,7 @@ func TestConfigMapSyncTutorialForm(t *testing.T) {
 // controller does.
 func TestConfigMapSyncRepairsDrift(t *testing.T) {
 	startController(t)
-	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
-	plainConfigMap(t, srcNS, "ca-bundle", map[string]string{"ca.crt": "pem"})
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, DestinationNamespace: dst, ConfigMapName: "ca-bundle"})
-	waitForSyncReplicasIn(t, sync, dst)
+	_, dst, sync := tutorialSync(t)
 	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
 	restored := func() error {
 		r, err := getConfigMap(dst, "ca-bundle")
