@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/predicates"
 	"github.com/cmsync/cmsync/replicator/desired"
 	"github.com/cmsync/cmsync/replicator/metawrite"
 	"github.com/cmsync/cmsync/replicator/replicacache"
@@ -111,7 +112,7 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	door[T], *replicacache.Cache[T], error,
 ) {
 	replicas, err := replicacache.New(ctx, replicacache.Config{
-		REST: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		REST: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Changed: predicates.ReplicaChanged(),
 	}, kind)
 	if err != nil {
 		return door[T]{}, nil, err

@@ -259,8 +259,7 @@ func (r *sourceReconciler[T]) SetupWithManager(
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
 		For(r.kind.New(), builder.WithPredicates(predicates.SourceChanged(r.kind))).
-		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica),
-			predicates.ReplicaChanged())).
+		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSourcesForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(former, &handler.EnqueueRequestForObject{})).

@@ -305,8 +305,7 @@ func (r *syncReconciler) SetupWithManager(mgr ctrl.Manager, replicas *replicacac
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configmapsync").
 		For(&v1alpha1.ConfigMapSync{}, builder.WithPredicates(predicates.SyncChanged())).
-		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica),
-			predicates.ReplicaChanged())).
+		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSyncsForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(r.sources.Events(), handler.EnqueueRequestsFromMapFunc(r.findSyncsForSource))).

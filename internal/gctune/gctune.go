@@ -62,10 +62,10 @@ func gcPercentFor(live uint64, burst bool) int {
 // listed, the collector keeps Go's default room (twice the live heap): with one event
 // per owner from the replica watch's initial list, cmsync's CPU for a restart at
 // 100,000 replicas fell from 6.0 to 5.1 s, and its resident size after it did not grow
-// (medians of six on the same replicas, make bench-restarts). The room is returned by the releaser
-// once the start's work is over, as after any burst. It ends when the caches have
-// listed, not at the first quiet seconds: a fan-out that follows a fresh start at once
-// would otherwise run all along with that room, and stay larger after it.
+// (medians of six on the same replicas, make bench-restarts). The room is returned by
+// the releaser once the start's work is over, as after any burst. It ends when the
+// caches have listed, not at the first quiet seconds: a fan-out that follows a fresh
+// start at once would otherwise run all along with that room, and stay larger after it.
 
 // After a burst of work (a fan-out, a mass update, the first list of every replica)
 // the heap keeps the pages the burst's garbage used. Go's background scavenger returns

@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/replicator/desired"
@@ -50,6 +51,9 @@ type Config struct {
 	REST   *rest.Config
 	Scheme *runtime.Scheme
 	Mapper meta.RESTMapper
+	// Changed drops the replica events no controller acts on, once for every
+	// controller watching (Watch); nil lets every event through.
+	Changed predicate.TypedPredicate[*metav1.PartialObjectMetadata]
 }
 
 // New builds the replica cache of kind. The caller starts it (mgr.Add) and waits for
@@ -83,7 +87,8 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 	if !ok {
 		return nil, fmt.Errorf("indexing the %s replica cache: unexpected informer %T", kind.Name(), informer)
 	}
-	return &Cache[T]{Cache: replicas, kind: kind, byOwner: shared.GetIndexer(), watch: newSharedWatch(shared)}, nil
+	byOwner := shared.GetIndexer()
+	return &Cache[T]{Cache: replicas, kind: kind, byOwner: byOwner, watch: newSharedWatch(shared, byOwner, cfg.Changed)}, nil
 }
 
 // newInformerFunc is the type of cache.Options.NewInformer.

@@ -25,6 +25,9 @@ import (
 // 100,000 replicas the two listeners took a tenth of cmsync's CPU. No library offers
 // one handler for several controllers' queues, hence this.
 //
+// Events that no controller acts on (Config.Changed says which) are dropped here, once
+// for all routes, before any route maps them.
+//
 // The handler is registered once every route has started, so no route misses an
 // event and none is held for a route not started yet. Routes are made by Watch while
 // the controllers are set up, before the manager starts them.
@@ -40,6 +43,7 @@ import (
 type sharedWatch struct {
 	informer toolscache.SharedIndexInformer
 	byOwner  toolscache.Indexer
+	changed  replicaPredicate // nil: every event passes
 
 	mu           sync.Mutex
 	routes       []*route
@@ -48,31 +52,28 @@ type sharedWatch struct {
 	registered   chan struct{} // closed once registration is set
 }
 
-func newSharedWatch(informer toolscache.SharedIndexInformer) *sharedWatch {
-	return &sharedWatch{informer: informer, byOwner: informer.GetIndexer(), registered: make(chan struct{})}
+func newSharedWatch(informer toolscache.SharedIndexInformer, byOwner toolscache.Indexer, changed replicaPredicate) *sharedWatch {
+	return &sharedWatch{informer: informer, byOwner: byOwner, changed: changed, registered: make(chan struct{})}
 }
 
-// route is one controller's part of the shared watch: its handler and predicates,
-// as it would give them to a Kind source, and, once started, its queue.
+// route is one controller's part of the shared watch: its handler, as it would give
+// it to a Kind source, and, once started, its queue.
 type route struct {
-	watch      *sharedWatch
-	handler    handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]
-	predicates []replicaPredicate
+	watch   *sharedWatch
+	handler handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]
 
 	ctx   context.Context
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 }
 
-// Watch is the source of the replica events for one controller, with the handler and
-// predicates it would give source.Kind. Every Watch of a cache must be made before
-// the manager starts the controllers.
-func (c *Cache[T]) Watch(
-	h handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request],
-	predicates ...replicaPredicate,
-) source.TypedSyncingSource[reconcile.Request] {
+// Watch is the source of the replica events for one controller, with the handler it
+// would give source.Kind; the cache's Config.Changed filters the events for every
+// controller. Every Watch of a cache must be made before the manager starts the
+// controllers.
+func (c *Cache[T]) Watch(h handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]) source.TypedSyncingSource[reconcile.Request] {
 	c.watch.mu.Lock()
 	defer c.watch.mu.Unlock()
-	r := &route{watch: c.watch, handler: h, predicates: predicates}
+	r := &route{watch: c.watch, handler: h}
 	if c.watch.registration == nil { // else its Start fails: the routes are fixed once the handler runs
 		c.watch.routes = append(c.watch.routes, r)
 	}
@@ -144,8 +145,8 @@ func waitError(ctx context.Context, what string) error {
 
 func (r *route) String() string { return "the shared replica watch" }
 
-// OnAdd, OnUpdate and OnDelete hand each event to every route whose predicates pass,
-// as controller-runtime's handler for a Kind source does.
+// OnAdd, OnUpdate and OnDelete hand each event that Config.Changed lets through to
+// every route, as controller-runtime's handler for a Kind source does to its one.
 
 func (w *sharedWatch) OnAdd(obj any, isInInitialList bool) {
 	replica, ok := obj.(*metav1.PartialObjectMetadata)
@@ -157,9 +158,9 @@ func (w *sharedWatch) OnAdd(obj any, isInInitialList bool) {
 	}
 }
 
-// create hands a create event to the route's handler if its predicates pass.
+// create hands a create event to the route's handler if Config.Changed lets it through.
 func (r *route) create(evt event.TypedCreateEvent[*metav1.PartialObjectMetadata]) {
-	if passes(r.predicates, func(p replicaPredicate) bool { return p.Create(evt) }) {
+	if r.watch.changed == nil || r.watch.changed.Create(evt) {
 		r.handler.Create(r.ctx, evt, r.queue)
 	}
 }
@@ -171,10 +172,11 @@ func (w *sharedWatch) OnUpdate(oldObj, newObj any) {
 		return
 	}
 	evt := event.TypedUpdateEvent[*metav1.PartialObjectMetadata]{ObjectOld: older, ObjectNew: newer}
+	if w.changed != nil && !w.changed.Update(evt) {
+		return
+	}
 	for _, r := range w.routes {
-		if passes(r.predicates, func(p replicaPredicate) bool { return p.Update(evt) }) {
-			r.handler.Update(r.ctx, evt, r.queue)
-		}
+		r.handler.Update(r.ctx, evt, r.queue)
 	}
 }
 
@@ -189,22 +191,13 @@ func (w *sharedWatch) OnDelete(obj any) {
 		return
 	}
 	evt.Object = replica
+	if w.changed != nil && !w.changed.Delete(evt) {
+		return
+	}
 	for _, r := range w.routes {
-		if passes(r.predicates, func(p replicaPredicate) bool { return p.Delete(evt) }) {
-			r.handler.Delete(r.ctx, evt, r.queue)
-		}
+		r.handler.Delete(r.ctx, evt, r.queue)
 	}
 }
 
 // replicaPredicate is a predicate on replica events.
 type replicaPredicate = predicate.TypedPredicate[*metav1.PartialObjectMetadata]
-
-// passes reports whether every predicate lets the event through.
-func passes(predicates []replicaPredicate, test func(replicaPredicate) bool) bool {
-	for _, p := range predicates {
-		if !test(p) {
-			return false
-		}
-	}
-	return true
-}
