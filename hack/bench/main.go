@@ -50,6 +50,7 @@ type config struct {
 	idle, aftermath                                               time.Duration
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
 	sweep, restartsOnly, apf, writeStyles, sweepCmsyncFirst       bool
+	sweepLimitWatched                                             bool
 	sweepN, sweepS, sweepSizes                                    string
 	sweepBaseN, sweepRounds, sweepShortRounds, sweepRestarts      int
 	restartVariants                                               string
@@ -240,6 +241,10 @@ func main() {
 		fmt.Sprintf("rounds at a point of fewer than %d replicas, whose phases last a few seconds at most (at least -sweep-rounds)", shortPointReplicas))
 	flag.BoolVar(&c.sweepCmsyncFirst, "sweep-cmsync-first", false,
 		"cmsync goes first in rounds 1, 3, … of each point and LIMIT in rounds 2, 4, … (by default LIMIT goes first in the odd rounds)")
+	flag.BoolVar(&c.sweepLimitWatched, "sweep-limit-watched", false,
+		"each round also runs LIMIT's writes with a metadata-only watch of them open, as cmsync's replica cache watches its replicas "+
+			"(LIMIT watched; the three writers take turns going first): what telling a watcher of each write costs the API server, "+
+			"which LIMIT alone does not pay")
 	flag.IntVar(&c.sweepRestarts, "sweep-restarts", 3, "restarts at each point of the sweep, after the last round's fan-out; the figures are medians")
 	flag.StringVar(&c.restartVariants, "sweep-restart-variants", "",
 		"before the sweep's restarts, as many with each of these environments of cmsync (';'-separated, each space-separated NAME=value, "+
@@ -559,10 +564,22 @@ func (b *bench) secretRounds(ctx context.Context) {
 // a write grows with the fields it tracks; an update changes "v" as the sources' do,
 // and with it a 40-character label, as a replica's content-hash label changes.
 func (b *bench) limit(ctx context.Context, perNamespace int, profile func(phase string) (wait func())) windows {
+	return b.limitNamed(ctx, limitName, perNamespace, profile)
+}
+
+// limitName and limitWatchedName name LIMIT's objects, and those of LIMIT watched
+// (-sweep-limit-watched): name-000, name-001, …
+const (
+	limitName        = "limit"
+	limitWatchedName = "limitw"
+)
+
+// limitNamed is limit with the objects named name-000, name-001, ….
+func (b *bench) limitNamed(ctx context.Context, name string, perNamespace int, profile func(phase string) (wait func())) windows {
 	var p windows
 	n := perNamespace * len(b.targets)
 	object := func(i int, v string) object {
-		return b.replicaShaped(b.targets[i%len(b.targets)], fmt.Sprintf("limit-%03d", i/len(b.targets)), v1alpha1.ManagedByValue, v)
+		return b.replicaShaped(b.targets[i%len(b.targets)], fmt.Sprintf("%s-%03d", name, i/len(b.targets)), v1alpha1.ManagedByValue, v)
 	}
 	wait := profile("create")
 	p.create = b.timed(func() error {
@@ -942,8 +959,11 @@ func (b *bench) cmsyncWrites(from, to time.Time) int64 {
 }
 
 // isLimitWrite picks the plain client's writes of the LIMIT phases.
-func (b *bench) isLimitWrite(e auditEvent) bool {
-	return e.ObjectRef.Resource == b.kind.resource() && strings.HasPrefix(e.ObjectRef.Name, "limit-")
+func (b *bench) isLimitWrite(e auditEvent) bool { return b.isWriteOf(limitName, e) }
+
+// isWriteOf picks the plain client's writes of the objects limitNamed names name-….
+func (b *bench) isWriteOf(name string, e auditEvent) bool {
+	return e.ObjectRef.Resource == b.kind.resource() && strings.HasPrefix(e.ObjectRef.Name, name+"-")
 }
 
 // isCmsyncReplicaWrite picks cmsync's writes to replicas (not its status patches of

@@ -14,7 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/metadata"
 
+	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 )
 
@@ -68,6 +70,13 @@ type Point struct {
 	TerminatedWatchers int     `json:"terminatedWatchers"`
 	Restart            Restart `json:"restart"`
 	RoundFigures
+	// LimitWatched is LIMIT's writes with a metadata-only watch of them open
+	// (-sweep-limit-watched): medians, each round's, their breakdown, and the API
+	// server's and etcd's CPU per 1,000 writes with each phase's aftermath.
+	LimitWatched                              *Phases     `json:"limitWatched,omitempty"`
+	LimitWatchedRounds                        []Phases    `json:"limitWatchedRounds,omitempty"`
+	LimitWatchedBreakdown                     []Breakdown `json:"limitWatchedBreakdown,omitempty"`
+	LimitWatchedServerCPUPer1000WithAftermath *Phases     `json:"limitWatchedServerCPUPer1000WritesWithAftermath,omitempty"`
 }
 
 // sweepPoints lists the points: the namespaces with one 1 KiB source, then the
@@ -289,6 +298,14 @@ func (b *bench) measureRound(p *Point, r int) {
 		p.LimitRounds = append(p.LimitRounds, limit.phases())
 		p.LimitBreakdown = append(p.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
 	}
+	runLimitWatched := func() {
+		stopWatch := b.watchLimitObjects(ctx)
+		limit := b.limitNamed(ctx, limitWatchedName, p.Sources, func(name string) func() { return phaseDone(limitWatchedName + "-" + name) })
+		stopWatch()
+		p.LimitWatchedRounds = append(p.LimitWatchedRounds, limit.phases())
+		p.LimitWatchedBreakdown = append(p.LimitWatchedBreakdown,
+			b.breakdown(limit, func(e auditEvent) bool { return b.isWriteOf(limitWatchedName, e) }))
+	}
 	runCmsync := func() {
 		name := fmt.Sprintf("p-r%02d", r)
 		var round windows
@@ -308,8 +325,24 @@ func (b *bench) measureRound(p *Point, r int) {
 		p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
 	}
 	// On a fresh etcd the same writes cost it more or less with their place in the
-	// round (measurePoint), so the two take turns: LIMIT goes first in rounds 1, 3, …,
-	// cmsync in rounds 2, 4, …; the other way round with -sweep-cmsync-first.
+	// round (measurePoint), so the writers take turns: LIMIT goes first in rounds 1, 3, …,
+	// cmsync in rounds 2, 4, …; the other way round with -sweep-cmsync-first. With LIMIT
+	// watched, each of the three goes first, second and third in turn.
+	if b.c.sweepLimitWatched {
+		writers := []struct {
+			name string
+			run  func()
+		}{{"LIMIT", runLimit}, {"LIMIT watched", runLimitWatched}, {"cmsync", runCmsync}}
+		order := make([]string, 0, len(writers))
+		for i := range writers {
+			order = append(order, writers[(r+i)%len(writers)].name)
+		}
+		step("round %d of %d: %s (%d writes each)", r+1, p.Rounds, strings.Join(order, ", then "), p.Replicas)
+		for i := range writers {
+			writers[(r+i)%len(writers)].run()
+		}
+		return
+	}
 	if limitFirst := r%2 == 0; limitFirst != b.c.sweepCmsyncFirst {
 		step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, p.Rounds, p.Replicas)
 		runLimit()
@@ -332,6 +365,32 @@ func (p *Point) summarize() {
 	p.CmsyncServerCPUPer1000 = serverCPUPer1000(p.CmsyncBreakdown, p.Replicas, atEnd)
 	p.LimitServerCPUPer1000WithAftermath = serverCPUPer1000(p.LimitBreakdown, p.Replicas, withAftermath)
 	p.CmsyncServerCPUPer1000WithAftermath = serverCPUPer1000(p.CmsyncBreakdown, p.Replicas, withAftermath)
+	if len(p.LimitWatchedRounds) > 0 {
+		watched := medians(p.LimitWatchedRounds)
+		cpu := serverCPUPer1000(p.LimitWatchedBreakdown, p.Replicas, withAftermath)
+		p.LimitWatched, p.LimitWatchedServerCPUPer1000WithAftermath = &watched, &cpu
+	}
+}
+
+// watchLimitObjects opens a metadata-only watch of LIMIT's objects, as cmsync's replica
+// cache watches its replicas, and drains it as a reflector does, until the function it
+// returns is called.
+func (b *bench) watchLimitObjects(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	w, err := metadata.NewForConfigOrDie(b.env.Config).Resource(corev1.SchemeGroupVersion.WithResource(b.kind.resource())).
+		Namespace("").Watch(ctx, metav1.ListOptions{LabelSelector: "bench.limit/managed-by=" + v1alpha1.ManagedByValue})
+	must(err)
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for range w.ResultChan() { // drained as a cache's reflector drains it
+		}
+	}()
+	return func() {
+		w.Stop()
+		cancel()
+		<-drained
+	}
 }
 
 // createNamespaces creates the n target namespaces bench-0000… and the sources'
@@ -587,6 +646,12 @@ func printPoint(p Point) {
 	a, l := p.CmsyncServerCPUPer1000WithAftermath, p.LimitServerCPUPer1000WithAftermath
 	fmt.Printf("    with each phase's aftermath: create %.2f/%.2f (%.2fx) update %.2f/%.2f (%.2fx) delete %.2f/%.2f (%.2fx)\n",
 		a.Create, l.Create, a.Create/l.Create, a.Update, l.Update, a.Update/l.Update, a.Delete, l.Delete, a.Delete/l.Delete)
+	if w := p.LimitWatched; w != nil {
+		c := p.LimitWatchedServerCPUPer1000WithAftermath
+		fmt.Printf("  LIMIT watched %7.2fs %8.2fs %8.2fs (cmsync / LIMIT watched %.2fx %.2fx %.2fx; CPU with aftermath %.2f %.2f %.2f: %.2fx %.2fx %.2fx)\n",
+			w.Create, w.Update, w.Delete, p.Cmsync.Create/w.Create, p.Cmsync.Update/w.Update, p.Cmsync.Delete/w.Delete,
+			c.Create, c.Update, c.Delete, a.Create/c.Create, a.Update/c.Update, a.Delete/c.Delete)
+	}
 	for _, ph := range phaseSplits {
 		fmt.Printf("  CPU %-6s cmsync phase %s   LIMIT phase %s\n", ph.name, cpuList(p.CmsyncCPU[ph.name]), cpuList(p.LimitCPU[ph.name]))
 	}
