@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -116,7 +115,6 @@ func writeStyles(c config) error {
 				key: styleKey(s.name, watched), written: make([]written, len(b.targets))})
 		}
 	}
-	watches := metadata.NewForConfigOrDie(b.env.Config)
 	for r := range c.rounds {
 		step("round %d of %d: %d %ss in each of %d styles", r+1, c.rounds, len(b.targets), c.stylesOp, len(runs))
 		for _, run := range runs {
@@ -131,16 +129,11 @@ func writeStyles(c config) error {
 			}
 			closeWatch := func() {}
 			if run.figure.Watched {
-				w, err := watches.Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).Namespace("").Watch(ctx,
-					metav1.ListOptions{LabelSelector: "bench.limit/managed-by=" + run.key})
+				stop, err := b.watchMetadata(ctx, "bench.limit/managed-by="+run.key)
 				if err != nil {
 					return err
 				}
-				go func() {
-					for range w.ResultChan() { // drained as a cache's reflector drains it
-					}
-				}()
-				closeWatch = w.Stop
+				closeWatch = stop
 			}
 			time.Sleep(time.Second) // the previous style's writes settle
 			before := processCPU()

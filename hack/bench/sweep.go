@@ -299,7 +299,8 @@ func (b *bench) measureRound(p *Point, r int) {
 		p.LimitBreakdown = append(p.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
 	}
 	runLimitWatched := func() {
-		stopWatch := b.watchLimitObjects(ctx)
+		stopWatch, err := b.watchMetadata(ctx, "bench.limit/managed-by="+v1alpha1.ManagedByValue)
+		must(err)
 		limit := b.limitNamed(ctx, limitWatchedName, p.Sources, func(name string) func() { return phaseDone(limitWatchedName + "-" + name) })
 		stopWatch()
 		p.LimitWatchedRounds = append(p.LimitWatchedRounds, limit.phases())
@@ -372,14 +373,17 @@ func (p *Point) summarize() {
 	}
 }
 
-// watchLimitObjects opens a metadata-only watch of LIMIT's objects, as cmsync's replica
-// cache watches its replicas, and drains it as a reflector does, until the function it
-// returns is called.
-func (b *bench) watchLimitObjects(ctx context.Context) (stop func()) {
+// watchMetadata opens a metadata-only watch of the bench's kind of objects matching
+// selector, as cmsync's replica cache watches its replicas, and drains it as a
+// reflector does, until the function it returns is called.
+func (b *bench) watchMetadata(ctx context.Context, selector string) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	w, err := metadata.NewForConfigOrDie(b.env.Config).Resource(corev1.SchemeGroupVersion.WithResource(b.kind.resource())).
-		Namespace("").Watch(ctx, metav1.ListOptions{LabelSelector: "bench.limit/managed-by=" + v1alpha1.ManagedByValue})
-	must(err)
+		Namespace("").Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
@@ -390,7 +394,7 @@ func (b *bench) watchLimitObjects(ctx context.Context) (stop func()) {
 		w.Stop()
 		cancel()
 		<-drained
-	}
+	}, nil
 }
 
 // createNamespaces creates the n target namespaces bench-0000… and the sources'
