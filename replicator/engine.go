@@ -41,12 +41,17 @@ type Engine[T desired.Object] struct {
 }
 
 // ReplicaReader is what the engine reads of the replica cache (replicacache.Cache):
-// replicas' metadata.
+// replicas' metadata, as the owner's own writes left them. The engine tells it each
+// write (Wrote), so that a pass queued by the first events of another pass's writes
+// does not write again what the cache has not brought back yet.
 type ReplicaReader interface {
-	// OwnedBy returns the cached replicas of the owner with this key.
+	// OwnedBy returns the replicas of the owner with this key.
 	OwnedBy(ownerKey string) ([]*metav1.PartialObjectMetadata, error)
-	// Get reads one cached replica.
-	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+	// Lookup reads the replica at key, for the owner with this key.
+	Lookup(ownerKey string, key client.ObjectKey, obj *metav1.PartialObjectMetadata) error
+	// Wrote records the owner's write of a replica, from before (nil: absent) to
+	// after (nil: deleted), as the API server answered it.
+	Wrote(ownerKey string, before, after *metav1.PartialObjectMetadata)
 }
 
 // ReplicaWriter creates and replaces whole replicas, and returns only their metadata
@@ -89,7 +94,7 @@ func (e *Engine[T]) SyncTargets(ctx context.Context, owner desired.Owner, plan P
 // deleteReplicas deletes the given replicas and returns how many it deleted. Each
 // delete is conditional on the UID seen, so an object that replaced a replica in the
 // meantime is never deleted.
-func (e *Engine[T]) deleteReplicas(ctx context.Context, doomed []*metav1.PartialObjectMetadata) (int, error) {
+func (e *Engine[T]) deleteReplicas(ctx context.Context, owner desired.Owner, doomed []*metav1.PartialObjectMetadata) (int, error) {
 	errs := make([]error, len(doomed))
 	var deleted atomic.Int64
 	workqueue.ParallelizeUntil(ctx, e.workers, len(doomed), func(i int) {
@@ -98,8 +103,11 @@ func (e *Engine[T]) deleteReplicas(ctx context.Context, doomed []*metav1.Partial
 		switch {
 		case err == nil:
 			deleted.Add(1)
-		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-			// Already gone, or replaced by an object that is not the replica we saw.
+			e.replicas.Wrote(owner.Key(), obj, nil)
+		case apierrors.IsNotFound(err):
+			e.replicas.Wrote(owner.Key(), obj, nil) // already gone
+		case apierrors.IsConflict(err):
+			// Replaced by an object that is not the replica we saw.
 		default:
 			errs[i] = fmt.Errorf("deleting replica in %s: %w", obj.GetNamespace(), err)
 		}
@@ -136,9 +144,9 @@ func (e *Engine[T]) syncReplica(ctx context.Context, owner desired.Owner, want d
 	case diff.InSync():
 		return desired.InSync, nil
 	case diff.Recreate:
-		return e.recreate(ctx, want.In(ns), actual)
+		return e.recreate(ctx, owner, want.In(ns), actual)
 	default:
-		return e.update(ctx, want, actual, diff)
+		return e.update(ctx, owner, want, actual, diff)
 	}
 }
 
@@ -167,15 +175,17 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 	key := client.ObjectKeyFromObject(replica)
 	blockedKey := owner.Key() + "|" + key.Namespace
 	existing = desired.NewMetadata(e.kind)
-	err = e.replicas.Get(ctx, key, existing)
+	err = e.replicas.Lookup(owner.Key(), key, existing)
 	if apierrors.IsNotFound(err) {
 		if _, blocked := e.blocked.Load(blockedKey); blocked {
 			err = e.apiReader.Get(ctx, key, existing)
 		}
 	}
 	if apierrors.IsNotFound(err) {
-		_, err = e.writer.Create(ctx, replica, client.FieldOwner(v1alpha1.FieldManager))
+		var created *metav1.PartialObjectMetadata
+		created, err = e.writer.Create(ctx, replica, client.FieldOwner(v1alpha1.FieldManager))
 		if err == nil {
+			e.replicas.Wrote(owner.Key(), nil, created)
 			e.blocked.Delete(blockedKey)
 			return existing, false, desired.Created, nil
 		}
@@ -204,18 +214,21 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 // as the manager of the fields they change, which is what Template.Diff reads back to
 // find stale keys. A server-side apply of the same object costs the API server about
 // twice the CPU (make bench).
-func (e *Engine[T]) update(ctx context.Context, want desired.Template[T], actual *metav1.PartialObjectMetadata, diff desired.Diff) (desired.Outcome, error) {
-	_, err := e.writer.Update(ctx, want.Replacement(actual, diff), client.FieldOwner(v1alpha1.FieldManager))
+func (e *Engine[T]) update(ctx context.Context, owner desired.Owner, want desired.Template[T], actual *metav1.PartialObjectMetadata,
+	diff desired.Diff,
+) (desired.Outcome, error) {
+	updated, err := e.writer.Update(ctx, want.Replacement(actual, diff), client.FieldOwner(v1alpha1.FieldManager))
 	switch {
 	case err == nil:
+		e.replicas.Wrote(owner.Key(), actual, updated)
 		return desired.Updated, nil
 	case !apierrors.IsConflict(err):
 		return desired.Failed, err
 	}
-	// The replica changed since the cache saw it: an edit, or cmsync's own last write
-	// not seen yet (a pass queued by the first of its replicas' events can run before
-	// the others have reached the cache). A replica already in line is left alone:
-	// writing it again would report a change nobody made.
+	// The replica changed since the cache saw it: an edit, or a write of cmsync's that
+	// the replica cache did not hear of (one that timed out yet landed, or another
+	// front door's). A replica already in line is left alone: writing it again would
+	// report a change nobody made.
 	now := desired.NewMetadata(e.kind)
 	if err := e.apiReader.Get(ctx, client.ObjectKeyFromObject(actual), now); err != nil {
 		return desired.Failed, fmt.Errorf("reading the replica's metadata after a conflict: %w", err)
@@ -234,22 +247,27 @@ func (e *Engine[T]) update(ctx context.Context, want desired.Template[T], actual
 	if err != nil {
 		return desired.Failed, err
 	}
-	if err := e.client.Patch(ctx, e.objectAt(actual), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+	patched := e.objectAt(actual)
+	if err := e.client.Patch(ctx, patched, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
 		return desired.Failed, err
 	}
+	e.replicas.Wrote(owner.Key(), actual, patched)
 	return desired.Updated, nil
 }
 
 // recreate replaces a replica whose content cannot change in place (an immutable one,
 // or one of another type): delete it and create it anew.
-func (e *Engine[T]) recreate(ctx context.Context, replica T, actual *metav1.PartialObjectMetadata) (desired.Outcome, error) {
+func (e *Engine[T]) recreate(ctx context.Context, owner desired.Owner, replica T, actual *metav1.PartialObjectMetadata) (desired.Outcome, error) {
 	err := e.client.Delete(ctx, e.objectAt(actual), client.Preconditions{UID: ptr.To(actual.GetUID()), ResourceVersion: ptr.To(actual.GetResourceVersion())})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return desired.Failed, fmt.Errorf("deleting the replica to replace it: %w", err)
 	}
-	if _, err := e.writer.Create(ctx, replica, client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+	e.replicas.Wrote(owner.Key(), actual, nil)
+	created, err := e.writer.Create(ctx, replica, client.FieldOwner(v1alpha1.FieldManager))
+	if err != nil {
 		return desired.Failed, fmt.Errorf("creating the replacement of the replica: %w", err)
 	}
+	e.replicas.Wrote(owner.Key(), nil, created)
 	return desired.Recreated, nil
 }
 

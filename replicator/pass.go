@@ -33,7 +33,7 @@ func (e *Engine[T]) run(ctx context.Context, owner desired.Owner, plan Plan[T]) 
 	}
 	current, unwanted := splitOwned(owned, owner, plan.Template.Name(), plan.Targets)
 	results := e.SyncTargets(ctx, owner, plan, current)
-	deleted, cleanupErr := e.deleteReplicas(ctx, unwanted)
+	deleted, cleanupErr := e.deleteReplicas(ctx, owner, unwanted)
 	return desired.Summarize(results, deleted, cleanupErr, plan.Template.Notice()), nil
 }
 
@@ -43,7 +43,7 @@ func (e *Engine[T]) deleteAll(ctx context.Context, owner desired.Owner) (int, er
 	if err != nil {
 		return 0, err
 	}
-	return e.deleteReplicas(ctx, owned)
+	return e.deleteReplicas(ctx, owner, owned)
 }
 
 // countIn counts the targets that hold a replica of owner named name, as they are.

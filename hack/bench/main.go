@@ -134,7 +134,8 @@ type Split struct {
 	// other work the API server does after a write is answered included.
 	CPUWithAftermath map[string]float64 `json:"cpuSecondsWithAftermath"`
 	// Requests counts the API server's requests from the quiet window before the
-	// phase to the end of its aftermath, by verb and resource, from everyone (the
+	// phase to the end of its aftermath, by verb and resource (and by the HTTP code
+	// of an answer other than 2xx: "DELETE configmaps 404"), from everyone (the
 	// bench's reads of /metrics included).
 	Requests map[string]int `json:"requests"`
 }
@@ -1378,7 +1379,7 @@ func (b *bench) apiRequests() map[string]int {
 			continue
 		}
 		labels, value, _ := strings.Cut(line[len("apiserver_request_total{"):], "} ")
-		var verb, resource string
+		var verb, resource, code string
 		for _, kv := range strings.Split(labels, ",") {
 			k, v, _ := strings.Cut(kv, "=")
 			switch k {
@@ -1386,10 +1387,16 @@ func (b *bench) apiRequests() map[string]int {
 				verb = strings.Trim(v, `"`)
 			case "resource":
 				resource = strings.Trim(v, `"`)
+			case "code":
+				code = strings.Trim(v, `"`)
 			}
 		}
+		key := verb + " " + resource
+		if !strings.HasPrefix(code, "2") {
+			key += " " + code // a refusal (404, 409, 429, ...) is counted apart
+		}
 		n, _ := strconv.ParseFloat(value, 64)
-		counts[verb+" "+resource] += int(n)
+		counts[key] += int(n)
 	}
 	return counts
 }

@@ -15,9 +15,12 @@ package replicacache
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 	"unique"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -44,6 +47,10 @@ type Cache[T desired.Object] struct {
 	kind    desired.Kind[T]
 	byOwner toolscache.Indexer
 	watch   *sharedWatch
+	// own is cmsync's writes to replicas that the watch has not brought back yet;
+	// reads see them (ownwrites.go).
+	own       *ownWrites
+	transform toolscache.TransformFunc
 }
 
 // Config is what a cache needs of the manager.
@@ -64,6 +71,7 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 		return nil, fmt.Errorf("creating the %s replica cache: %w", kind.Name(), err)
 	}
 	sharer := newMapSharer()
+	reduce := transform(kind, sharer)
 	replicas, err := cache.New(cfg.REST, cache.Options{
 		HTTPClient: httpClient,
 		Scheme:     cfg.Scheme,
@@ -72,7 +80,7 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 			// Reads never modify cached replicas (writes are built from the desired
 			// replica), so they can skip the deep copy that would otherwise copy every
 			// replica of a source on every pass.
-			desired.NewMetadata(kind): {Label: selector(), Transform: transform(kind, sharer), UnsafeDisableDeepCopy: ptr.To(true)},
+			desired.NewMetadata(kind): {Label: selector(), Transform: reduce, UnsafeDisableDeepCopy: ptr.To(true)},
 		},
 		NewInformer: ownerIndexedInformer(kind),
 	})
@@ -87,8 +95,11 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 	if !ok {
 		return nil, fmt.Errorf("indexing the %s replica cache: unexpected informer %T", kind.Name(), informer)
 	}
-	byOwner := shared.GetIndexer()
-	return &Cache[T]{Cache: replicas, kind: kind, byOwner: byOwner, watch: newSharedWatch(shared, byOwner, cfg.Changed)}, nil
+	byOwner, own := shared.GetIndexer(), newOwnWrites()
+	return &Cache[T]{
+		Cache: replicas, kind: kind, byOwner: byOwner, own: own, transform: reduce,
+		watch: newSharedWatch(shared, byOwner, cfg.Changed, own),
+	}, nil
 }
 
 // newInformerFunc is the type of cache.Options.NewInformer.
@@ -110,19 +121,62 @@ func ownerIndexedInformer[T desired.Object](kind desired.Kind[T]) newInformerFun
 	}
 }
 
-// OwnedBy returns the cached replicas naming the owner with this key (Owner.Key).
+// OwnedBy returns the replicas naming the owner with this key (Owner.Key): the cached
+// ones, as the owner's own writes left them (Wrote).
 func (c *Cache[T]) OwnedBy(ownerKey string) ([]*metav1.PartialObjectMetadata, error) {
 	objs, err := c.byOwner.ByIndex(ownerIndex, ownerKey)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*metav1.PartialObjectMetadata, 0, len(objs))
+	cached := make([]*metav1.PartialObjectMetadata, 0, len(objs))
 	for _, obj := range objs {
 		if replica, ok := obj.(*metav1.PartialObjectMetadata); ok {
-			out = append(out, replica)
+			cached = append(cached, replica)
 		}
 	}
-	return out, nil
+	return c.own.ownedBy(ownerKey, cached, c.cached), nil
+}
+
+// Lookup reads the replica at key as the owner's own writes left it (Wrote):
+// NotFound where there is none. obj is the kind's metadata (desired.NewMetadata).
+func (c *Cache[T]) Lookup(ownerKey string, key client.ObjectKey, obj *metav1.PartialObjectMetadata) error {
+	seen := c.own.at(ownerKey, key.String(), c.cached(key.String()))
+	if seen == nil {
+		return apierrors.NewNotFound(corev1.Resource(strings.ToLower(c.kind.Name())+"s"), key.Name)
+	}
+	typeMeta := obj.TypeMeta
+	*obj = *seen
+	obj.TypeMeta = typeMeta
+	return nil
+}
+
+// Wrote records a write of the owner with this key to a replica, from before (nil: it
+// was absent) to after (nil: deleted), as the API server answered it: until the watch
+// brings that state back, OwnedBy and Get show after in place of the state the cache
+// still holds. after becomes the cache's (it is reduced as the cache's replicas are).
+func (c *Cache[T]) Wrote(ownerKey string, before, after *metav1.PartialObjectMetadata) {
+	at := before
+	if after != nil {
+		if _, err := c.transform(after); err != nil {
+			return // cannot happen for metadata; without the entry, reads see the cache
+		}
+		at = after
+	}
+	if at == nil {
+		return
+	}
+	key := keyOf(at)
+	c.own.wrote(ownerKey, key, before, after, func() *metav1.PartialObjectMetadata { return c.cached(key) })
+}
+
+// cached is the cache's replica at key, or nil.
+func (c *Cache[T]) cached(key string) *metav1.PartialObjectMetadata {
+	obj, exists, err := c.byOwner.GetByKey(key)
+	if err != nil || !exists {
+		return nil
+	}
+	replica, _ := obj.(*metav1.PartialObjectMetadata)
+	return replica
 }
 
 // selector selects the objects cmsync wrote. It does not require the source-id label,

@@ -44,6 +44,9 @@ type sharedWatch struct {
 	informer toolscache.SharedIndexInformer
 	byOwner  toolscache.Indexer
 	changed  replicaPredicate // nil: every event passes
+	// own hears every event first: the one that brings back a write of cmsync's
+	// ends the write's entry.
+	own *ownWrites
 
 	mu           sync.Mutex
 	routes       []*route
@@ -52,8 +55,8 @@ type sharedWatch struct {
 	registered   chan struct{} // closed once registration is set
 }
 
-func newSharedWatch(informer toolscache.SharedIndexInformer, byOwner toolscache.Indexer, changed replicaPredicate) *sharedWatch {
-	return &sharedWatch{informer: informer, byOwner: byOwner, changed: changed, registered: make(chan struct{})}
+func newSharedWatch(informer toolscache.SharedIndexInformer, byOwner toolscache.Indexer, changed replicaPredicate, own *ownWrites) *sharedWatch {
+	return &sharedWatch{informer: informer, byOwner: byOwner, changed: changed, own: own, registered: make(chan struct{})}
 }
 
 // route is one controller's part of the shared watch: its handler, as it would give
@@ -153,6 +156,7 @@ func (w *sharedWatch) OnAdd(obj any, isInInitialList bool) {
 	if !ok || isInInitialList { // the initial list: enqueueOwners
 		return
 	}
+	w.own.observe(keyOf(replica), replica)
 	for _, r := range w.routes {
 		r.create(event.TypedCreateEvent[*metav1.PartialObjectMetadata]{Object: replica})
 	}
@@ -171,6 +175,7 @@ func (w *sharedWatch) OnUpdate(oldObj, newObj any) {
 	if !ok || !ok2 {
 		return
 	}
+	w.own.observe(keyOf(newer), newer)
 	evt := event.TypedUpdateEvent[*metav1.PartialObjectMetadata]{ObjectOld: older, ObjectNew: newer}
 	if w.changed != nil && !w.changed.Update(evt) {
 		return
@@ -191,6 +196,7 @@ func (w *sharedWatch) OnDelete(obj any) {
 		return
 	}
 	evt.Object = replica
+	w.own.observe(keyOf(replica), nil)
 	if w.changed != nil && !w.changed.Delete(evt) {
 		return
 	}

@@ -85,8 +85,14 @@ type controllerUnderTest struct {
 	objectReads []string
 	mu          sync.Mutex
 	paths       []string // the last write requests, to explain a failure
-	cancel      context.CancelFunc
-	done        chan struct{}
+	// written counts every write request, by method and namespace ("DELETE ns").
+	written map[string]int
+	// trickle, once set, makes its replica watch hand over what the API server sends
+	// a few bytes at a time: the events of a pass's writes reach the replica cache one
+	// by one, over a second or more, as from a busy API server's.
+	trickle atomic.Bool
+	cancel  context.CancelFunc
+	done    chan struct{}
 	// Metrics is the registry holding the controller's cmsync_* metrics.
 	Metrics *prometheus.Registry
 	// refused, when set, picks the requests the controller's API server answers with
@@ -205,7 +211,7 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 // watches of replicas and namespaces are not delayed.
 func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOption) *controllerUnderTest {
 	t.Helper()
-	c := &controllerUnderTest{done: make(chan struct{}), Metrics: prometheus.NewRegistry()}
+	c := &controllerUnderTest{done: make(chan struct{}), Metrics: prometheus.NewRegistry(), written: map[string]int{}}
 	cfg := rest.CopyConfig(restConfig)
 	cfg.QPS, cfg.Burst = 500, 1000
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
@@ -222,6 +228,7 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 				c.writes.Add(1)
 				c.mu.Lock()
 				c.paths = append(c.paths[max(0, len(c.paths)-20):], req.Method+" "+req.URL.Path)
+				c.written[req.Method+" "+namespaceOf(req.URL.Path)]++
 				c.mu.Unlock()
 			}
 			if refused := c.refused.Load(); refused != nil && (*refused)(req) {
@@ -230,6 +237,9 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 			resp, err := rt.RoundTrip(req)
 			if err == nil && lag > 0 && isSourceWatch(req) {
 				resp.Body = lateReader{ReadCloser: resp.Body, lag: lag}
+			}
+			if err == nil && isReplicaWatch(req) {
+				resp.Body = tricklingReader{ReadCloser: resp.Body, on: &c.trickle}
 			}
 			return resp, err
 		})
@@ -303,6 +313,58 @@ func (r lateReader) Read(p []byte) (int, error) {
 		time.Sleep(r.lag)
 	}
 	return n, err
+}
+
+// isReplicaWatch reports whether req is a watch of the replica cache (of the objects
+// labelled managed-by cmsync).
+func isReplicaWatch(req *http.Request) bool {
+	q := req.URL.Query()
+	return q.Get("watch") == "true" && strings.Contains(q.Get("labelSelector"), v1alpha1.ManagedByLabel)
+}
+
+// tricklingReader hands over a watch's stream at most trickleBytes per read, a
+// trickleGap apart, while on is set.
+type tricklingReader struct {
+	io.ReadCloser
+	on *atomic.Bool
+}
+
+const (
+	trickleBytes = 256
+	trickleGap   = 5 * time.Millisecond
+)
+
+func (r tricklingReader) Read(p []byte) (int, error) {
+	if !r.on.Load() {
+		return r.ReadCloser.Read(p)
+	}
+	time.Sleep(trickleGap)
+	return r.ReadCloser.Read(p[:min(len(p), trickleBytes)])
+}
+
+// TrickleReplicaEvents makes the controller's replica watch slow from now on.
+func (c *controllerUnderTest) TrickleReplicaEvents() { c.trickle.Store(true) }
+
+// WritesIn counts the controller's write requests of method into these namespaces.
+func (c *controllerUnderTest) WritesIn(method string, namespaces ...string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, ns := range namespaces {
+		n += c.written[method+" "+ns]
+	}
+	return n
+}
+
+// namespaceOf is the namespace a request's path names, or "".
+func namespaceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i, part := range parts[:max(0, len(parts)-1)] {
+		if part == "namespaces" {
+			return parts[i+1]
+		}
+	}
+	return ""
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)

@@ -1,0 +1,71 @@
+package integration
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// While the replica cache trails cmsync's own writes — their events arrive one by one
+// and the first of them queues the next pass — each replica is written once per
+// change: the fan-out creates each replica once, the update writes each once, the
+// cleanup deletes each once. Read from the cache alone, the next pass created the
+// replicas again (409), updated them from the version already replaced (409) and
+// deleted them again (404), each a request the API server serves from etcd.
+func TestOwnWritesAreNotRepeatedWhileTheCacheTrails(t *testing.T) {
+	running := startController(t)
+	srcNS := newNamespace(t, "src", nil)
+	// The caches have listed once a source is synced; from then on the replica watch
+	// is slow.
+	warm := newSource(t, srcNS, "warm-up", map[string]string{v1alpha1.TargetNamespacesAnnotation: newNamespace(t, "dst", nil)}, nil)
+	waitForSynced(t, warm, "1/1")
+	running.TrickleReplicaEvents()
+
+	const n = 30
+	group, targets := newGroup(t, "trail", n)
+	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}, map[string]string{"k": "v1"})
+	waitForReplicasIn(t, src, targets...)
+	waitForSynced(t, src, "30/30")
+	writesOnce(t, running, "the fan-out", targets, http.MethodPost)
+
+	update(t, src, func(cm *corev1.ConfigMap) { cm.Data["k"] = "v2" })
+	eventually(t, timeout, "every replica updated", func() error {
+		for _, ns := range targets {
+			r, err := getConfigMap(ns, "app")
+			if err != nil {
+				return err
+			}
+			if r.Data["k"] != "v2" {
+				return errorf("%s still has k=%q", ns, r.Data["k"])
+			}
+		}
+		return nil
+	})
+	writesOnce(t, running, "the update", targets, http.MethodPut, http.MethodPatch)
+
+	must(t, k8s.Delete(context.Background(), src))
+	waitForReplicasIn(t, src)
+	writesOnce(t, running, "the cleanup", targets, http.MethodDelete)
+}
+
+// writesOnce checks, for as long as the trickling watch takes to bring a pass's
+// events back and the passes they queue to run, that the controller has sent one
+// write of these methods into each target namespace, in total.
+func writesOnce(t *testing.T, c *controllerUnderTest, what string, targets []string, methods ...string) {
+	t.Helper()
+	consistently(t, 4*time.Second, what+": one write per replica", func() error {
+		got := 0
+		for _, m := range methods {
+			got += c.WritesIn(m, targets...)
+		}
+		if got != len(targets) {
+			return errorf("%d %v requests into %d target namespaces; last writes:\n%s", got, methods, len(targets), c.LastWrites())
+		}
+		return nil
+	})
+}
