@@ -152,7 +152,7 @@ func (c *Cache[T]) Lookup(ownerKey string, key client.ObjectKey, obj *metav1.Par
 
 // Wrote records a write of the owner with this key to a replica, from before (nil: it
 // was absent) to after (nil: deleted), as the API server answered it: until the watch
-// brings that state back, OwnedBy and Get show after in place of the state the cache
+// brings that state back, OwnedBy and Lookup show after in place of the state the cache
 // still holds. after becomes the cache's (it is reduced as the cache's replicas are).
 func (c *Cache[T]) Wrote(ownerKey string, before, after *metav1.PartialObjectMetadata) {
 	at := before

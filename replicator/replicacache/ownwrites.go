@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // ownWrites is what cmsync wrote to replicas that the cache has not seen yet: the
@@ -120,9 +121,7 @@ func (o *ownWrites) observe(key string, cached *metav1.PartialObjectMetadata) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if w, ok := o.entries[key]; ok {
-		if _, stale := w.view(cached); stale {
-			o.forgetLocked(key)
-		}
+		o.seeLocked(key, w, cached)
 	}
 }
 
@@ -134,11 +133,7 @@ func (o *ownWrites) at(owner, key string, cached *metav1.PartialObjectMetadata) 
 	if !ok || w.owner != owner {
 		return cached
 	}
-	seen, stale := w.view(cached)
-	if stale {
-		o.forgetLocked(key)
-	}
-	return seen
+	return o.seeLocked(key, w, cached)
 }
 
 // ownedBy returns owner's replicas as cmsync left them: cached (the cache's replicas of
@@ -163,11 +158,7 @@ func (o *ownWrites) ownedBy(owner string, cached []*metav1.PartialObjectMetadata
 			continue
 		}
 		seenKeys[key] = struct{}{}
-		seen, stale := w.view(obj)
-		if stale {
-			o.forgetLocked(key)
-		}
-		if seen != nil {
+		if seen := o.seeLocked(key, w, obj); seen != nil {
 			out = append(out, seen)
 		}
 	}
@@ -178,19 +169,25 @@ func (o *ownWrites) ownedBy(owner string, cached []*metav1.PartialObjectMetadata
 		// Not among the owner's cached replicas: the cache has none there yet, or
 		// shows another owner's object.
 		other := lookup(key)
-		seen, stale := o.entries[key].view(other)
-		if stale {
-			o.forgetLocked(key)
-		}
-		if seen != nil && seen != other {
+		if seen := o.seeLocked(key, o.entries[key], other); seen != nil && seen != other {
 			out = append(out, seen)
 		}
 	}
 	return out
 }
 
-// keyOf is the cache's key of obj.
-func keyOf(obj metav1.Object) string { return obj.GetNamespace() + "/" + obj.GetName() }
+// keyOf is the cache's key of obj: the informer's own (MetaNamespaceKeyFunc).
+func keyOf(obj metav1.Object) string { return toolscache.MetaObjectToName(obj).String() }
+
+// seeLocked is the view of entry w at key given the cached object, and forgets the
+// entry once the cache has caught up with it or moved past it.
+func (o *ownWrites) seeLocked(key string, w *ownWrite, cached *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	seen, stale := w.view(cached)
+	if stale {
+		o.forgetLocked(key)
+	}
+	return seen
+}
 
 func (o *ownWrites) forgetLocked(key string) {
 	w, ok := o.entries[key]
