@@ -116,13 +116,19 @@ func (o *ownWrites) wrote(owner, key string, before, after *metav1.PartialObject
 }
 
 // observe is the cache's event of key, now showing cached (nil: deleted): it forgets
-// the entry once the cache has caught up with it or moved past it.
-func (o *ownWrites) observe(key string, cached *metav1.PartialObjectMetadata) {
+// the entry once the cache has caught up with it or moved past it, and reports whether
+// the event is the echo of a write of cmsync's: the very state that write left (the
+// version it answered with, or the deletion).
+func (o *ownWrites) observe(key string, cached *metav1.PartialObjectMetadata) (echo bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if w, ok := o.entries[key]; ok {
-		o.seeLocked(key, w, cached)
+	w, ok := o.entries[key]
+	if !ok {
+		return false
 	}
+	echo = stateOf(w.result).shows(cached)
+	o.seeLocked(key, w, cached)
+	return echo
 }
 
 // at returns the view of key for owner's reads, given the cached object.

@@ -78,13 +78,38 @@ func TestOwnWritesEntries(t *testing.T) {
 	if got := o.at("ConfigMap/src/other", key, v1); got != v1 {
 		t.Errorf("another owner sees %v, want the cache's", got)
 	}
-	o.observe(key, v1) // an older event: still behind
+	if o.observe(key, v1) { // an older event: still behind
+		t.Errorf("an event of the state the write replaced taken for its echo")
+	}
 	if len(o.entries) != 1 {
 		t.Fatalf("entry gone on an event of the state it replaced")
 	}
-	o.observe(key, v2)
+	if !o.observe(key, v2) {
+		t.Errorf("the event of the write's result not taken for its echo")
+	}
 	if len(o.entries) != 0 || len(o.byOwner) != 0 {
 		t.Errorf("entry kept after the event of its result: %v %v", o.entries, o.byOwner)
+	}
+	if o.observe(key, v2) {
+		t.Errorf("an event with no write in flight taken for an echo")
+	}
+}
+
+// Only the very state a write left is its echo: the deletion of a deleted replica,
+// not a version someone else wrote over cmsync's.
+func TestOwnWritesEcho(t *testing.T) {
+	v1, v2, v3 := version("u1", "1"), version("u1", "2"), version("u1", "3")
+	o := newOwnWrites()
+	o.wrote(writer, key, v1, nil, func() *metav1.PartialObjectMetadata { return v1 })
+	if !o.observe(key, nil) {
+		t.Errorf("the deletion of a replica cmsync deleted not taken for its echo")
+	}
+	o.wrote(writer, key, v1, v2, func() *metav1.PartialObjectMetadata { return v1 })
+	if o.observe(key, v3) {
+		t.Errorf("a version written over cmsync's taken for its echo")
+	}
+	if len(o.entries) != 0 {
+		t.Errorf("entry kept after the cache moved past it: %v", o.entries)
 	}
 }
 

@@ -45,7 +45,12 @@ type sharedWatch struct {
 	byOwner  toolscache.Indexer
 	changed  replicaPredicate // nil: every event passes
 	// own hears every event first: the one that brings back a write of cmsync's
-	// ends the write's entry.
+	// ends the write's entry, and goes no further. Such an echo is no news: the pass
+	// that wrote the replica counted the write in its outcome. Queued all the same, the
+	// owner's next pass found nothing to do but cost requests: a status patch computed
+	// from a source cache that had not yet seen the first pass's (answered 409), and,
+	// after a cleanup, a read of the deleted source per pass (make bench-sweep, the
+	// requests of each phase).
 	own *ownWrites
 
 	mu           sync.Mutex
@@ -156,7 +161,9 @@ func (w *sharedWatch) OnAdd(obj any, isInInitialList bool) {
 	if !ok || isInInitialList { // the initial list: enqueueOwners
 		return
 	}
-	w.own.observe(keyOf(replica), replica)
+	if w.own.observe(keyOf(replica), replica) {
+		return
+	}
 	for _, r := range w.routes {
 		r.create(event.TypedCreateEvent[*metav1.PartialObjectMetadata]{Object: replica})
 	}
@@ -175,7 +182,9 @@ func (w *sharedWatch) OnUpdate(oldObj, newObj any) {
 	if !ok || !ok2 {
 		return
 	}
-	w.own.observe(keyOf(newer), newer)
+	if w.own.observe(keyOf(newer), newer) {
+		return
+	}
 	evt := event.TypedUpdateEvent[*metav1.PartialObjectMetadata]{ObjectOld: older, ObjectNew: newer}
 	if w.changed != nil && !w.changed.Update(evt) {
 		return
@@ -196,7 +205,9 @@ func (w *sharedWatch) OnDelete(obj any) {
 		return
 	}
 	evt.Object = replica
-	w.own.observe(keyOf(replica), nil)
+	if w.own.observe(keyOf(replica), nil) {
+		return
+	}
 	if w.changed != nil && !w.changed.Delete(evt) {
 		return
 	}

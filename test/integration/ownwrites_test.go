@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,23 +35,29 @@ func TestOwnWritesAreNotRepeatedWhileTheCacheTrails(t *testing.T) {
 	writesOnce(t, running, "the fan-out", targets, http.MethodPost)
 
 	update(t, src, func(cm *corev1.ConfigMap) { cm.Data["k"] = "v2" })
-	eventually(t, timeout, "every replica updated", func() error {
-		for _, ns := range targets {
-			r, err := getConfigMap(ns, "app")
-			if err != nil {
-				return err
-			}
-			if r.Data["k"] != "v2" {
-				return errorf("%s still has k=%q", ns, r.Data["k"])
-			}
-		}
-		return nil
-	})
+	waitForUpdated(t, targets, "app", "v2")
 	writesOnce(t, running, "the update", targets, http.MethodPut, http.MethodPatch)
 
 	must(t, k8s.Delete(context.Background(), src))
 	waitForReplicasIn(t, src)
 	writesOnce(t, running, "the cleanup", targets, http.MethodDelete)
+}
+
+// waitForUpdated waits until the replica named name in each target holds k=v.
+func waitForUpdated(t *testing.T, targets []string, name, v string) {
+	t.Helper()
+	eventually(t, timeout, "every replica updated", func() error {
+		for _, ns := range targets {
+			r, err := getConfigMap(ns, name)
+			if err != nil {
+				return err
+			}
+			if r.Data["k"] != v {
+				return errorf("%s still has k=%q", ns, r.Data["k"])
+			}
+		}
+		return nil
+	})
 }
 
 // writesOnce checks, for as long as the trickling watch takes to bring a pass's
@@ -65,6 +72,55 @@ func writesOnce(t *testing.T, c *controllerUnderTest, what string, targets []str
 		}
 		if got != len(targets) {
 			return errorf("%d %v requests into %d target namespaces; last writes:\n%s", got, methods, len(targets), c.LastWrites())
+		}
+		return nil
+	})
+}
+
+// The echoes of a pass's own writes queue no further pass: the pass that wrote the
+// replicas counted them. Queued by them, a pass ran while the source cache had not yet
+// seen the first pass's status write, and wrote the status again from the older copy
+// (answered 409, and retried until the cache caught up); after a cleanup, each pass
+// they queued read the deleted source again. Here the replica watch trickles and the
+// source watch lags, so that each phase's echoes arrive after its pass and before the
+// source cache has its status.
+func TestEchoesOfOwnWritesQueueNoPass(t *testing.T) {
+	running := startControllerBehind(t, 500*time.Millisecond)
+	warm := newSource(t, newNamespace(t, "src", nil), "warm-up", map[string]string{v1alpha1.TargetNamespacesAnnotation: newNamespace(t, "dst", nil)}, nil)
+	waitForSynced(t, warm, "1/1")
+	running.TrickleReplicaEvents()
+	srcNS := newNamespace(t, "src", nil) // the source's own: its status writes alone
+	statusWrites := func() int { return running.WritesIn(http.MethodPatch, srcNS) }
+	before := statusWrites()
+
+	const n = 20
+	group, targets := newGroup(t, "echo", n)
+	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}, map[string]string{"k": "v1"})
+	waitForSynced(t, src, "20/20")
+	writesOnce(t, running, "the fan-out", targets, http.MethodPost)
+	if got := statusWrites() - before; got != 1 {
+		t.Fatalf("the fan-out: %d status writes onto the sources' namespace, want 1; last writes:\n%s", got, running.LastWrites())
+	}
+
+	before = statusWrites()
+	update(t, src, func(cm *corev1.ConfigMap) { cm.Data["k"] = "v2" })
+	waitForUpdated(t, targets, "app", "v2")
+	writesOnce(t, running, "the update", targets, http.MethodPut, http.MethodPatch)
+	if got := statusWrites() - before; got != 1 {
+		t.Fatalf("the update: %d status writes onto the sources' namespace, want 1; last writes:\n%s", got, running.LastWrites())
+	}
+
+	must(t, k8s.Delete(context.Background(), src))
+	waitForReplicasIn(t, src)
+	consistently(t, 3*time.Second, "one read of the deleted source", func() error {
+		reads := 0
+		for _, path := range running.ObjectReadsIn(srcNS) {
+			if strings.HasSuffix(path, "/configmaps/app") {
+				reads++
+			}
+		}
+		if reads != 1 {
+			return errorf("%d reads of the deleted source, want 1 (the pass that deleted its replicas)", reads)
 		}
 		return nil
 	})
