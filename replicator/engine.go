@@ -52,6 +52,9 @@ type ReplicaReader interface {
 	// Wrote records the owner's write of a replica, from before (nil: absent) to
 	// after (nil: deleted), as the API server answered it.
 	Wrote(ownerKey string, before, after *metav1.PartialObjectMetadata)
+	// Deleting records the owner's delete of a replica before it is sent, and returns
+	// what takes the record back should the delete not happen.
+	Deleting(ownerKey string, replica *metav1.PartialObjectMetadata) (undo func())
 }
 
 // ReplicaWriter creates and replaces whole replicas, and returns only their metadata
@@ -99,16 +102,20 @@ func (e *Engine[T]) deleteReplicas(ctx context.Context, owner desired.Owner, doo
 	var deleted atomic.Int64
 	workqueue.ParallelizeUntil(ctx, e.workers, len(doomed), func(i int) {
 		obj := doomed[i]
+		// Recorded before it is sent: the watch event of a deletion can reach the
+		// replica cache before the delete's answer reaches cmsync, and is known for
+		// this delete's echo only if the record is already there.
+		undo := e.replicas.Deleting(owner.Key(), obj)
 		err := e.client.Delete(ctx, e.objectAt(obj), client.Preconditions{UID: ptr.To(obj.GetUID())})
 		switch {
 		case err == nil:
 			deleted.Add(1)
-			e.replicas.Wrote(owner.Key(), obj, nil)
 		case apierrors.IsNotFound(err):
-			e.replicas.Wrote(owner.Key(), obj, nil) // already gone
+			// Already gone.
 		case apierrors.IsConflict(err):
-			// Replaced by an object that is not the replica we saw.
+			undo() // replaced by an object that is not the replica we saw
 		default:
+			undo()
 			errs[i] = fmt.Errorf("deleting replica in %s: %w", obj.GetNamespace(), err)
 		}
 	})

@@ -169,6 +169,16 @@ func (c *Cache[T]) Wrote(ownerKey string, before, after *metav1.PartialObjectMet
 	c.own.wrote(ownerKey, key, before, after, func() *metav1.PartialObjectMetadata { return c.cached(key) })
 }
 
+// Deleting records the delete of replica by the owner with this key before it is sent,
+// as Wrote records a write after its answer: the event of the deletion may reach the
+// cache before the answer reaches the engine, and is that delete's echo only if the
+// record exists by then. undo takes the record back when the delete did not happen.
+func (c *Cache[T]) Deleting(ownerKey string, replica *metav1.PartialObjectMetadata) (undo func()) {
+	key := keyOf(replica)
+	c.own.wrote(ownerKey, key, replica, nil, func() *metav1.PartialObjectMetadata { return c.cached(key) })
+	return func() { c.own.undoDelete(ownerKey, key) }
+}
+
 // cached is the cache's replica at key, or nil.
 func (c *Cache[T]) cached(key string) *metav1.PartialObjectMetadata {
 	obj, exists, err := c.byOwner.GetByKey(key)

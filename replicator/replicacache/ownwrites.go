@@ -131,6 +131,16 @@ func (o *ownWrites) observe(key string, cached *metav1.PartialObjectMetadata) (e
 	return echo
 }
 
+// undoDelete takes back owner's delete recorded at key (wrote with after nil) that did
+// not happen, unless the record is gone (its echo came) or a later write replaced it.
+func (o *ownWrites) undoDelete(owner, key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if w, ok := o.entries[key]; ok && w.owner == owner && w.result == nil {
+		o.forgetLocked(key)
+	}
+}
+
 // at returns the view of key for owner's reads, given the cached object.
 func (o *ownWrites) at(owner, key string, cached *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
 	o.mu.Lock()

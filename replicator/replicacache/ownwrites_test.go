@@ -111,6 +111,16 @@ func TestOwnWritesEcho(t *testing.T) {
 	if len(o.entries) != 0 {
 		t.Errorf("entry kept after the cache moved past it: %v", o.entries)
 	}
+
+	// A delete recorded before it was sent, then refused: reads see the cache again.
+	o.wrote(writer, key, v3, nil, func() *metav1.PartialObjectMetadata { return v3 })
+	if got := o.at(writer, key, v3); got != nil {
+		t.Errorf("a replica being deleted reads as %v, want none", got)
+	}
+	o.undoDelete(writer, key)
+	if got := o.at(writer, key, v3); got != v3 {
+		t.Errorf("after the delete was taken back the replica reads as %v, want the cache's", got)
+	}
 }
 
 // ownedBy overlays the owner's writes: a created replica the cache has not listed is

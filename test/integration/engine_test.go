@@ -124,3 +124,5 @@ func (noReplicaCache) Lookup(_ string, key client.ObjectKey, _ *metav1.PartialOb
 }
 
 func (noReplicaCache) Wrote(string, *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadata) {}
+
+func (noReplicaCache) Deleting(string, *metav1.PartialObjectMetadata) func() { return func() {} }

@@ -98,7 +98,10 @@ type controllerUnderTest struct {
 	// refused, when set, picks the requests the controller's API server answers with
 	// 403 Forbidden, as it does those RBAC does not allow.
 	refused atomic.Pointer[func(*http.Request) bool]
-	logs    lockedBuffer // what the controller logged (errors and warnings, unless CMSYNC_TEST_LOG)
+	// slowed, when set, picks the requests whose answers reach the controller late:
+	// after the API server has sent their watch events.
+	slowed atomic.Pointer[func(*http.Request) bool]
+	logs   lockedBuffer // what the controller logged (errors and warnings, unless CMSYNC_TEST_LOG)
 }
 
 // Refuse makes the API server answer the controller's requests that match with 403
@@ -107,6 +110,13 @@ func (c *controllerUnderTest) Refuse(match func(*http.Request) bool) { c.refused
 
 // Allow ends Refuse.
 func (c *controllerUnderTest) Allow() { c.refused.Store(nil) }
+
+// SlowAnswers makes the answers to the controller's requests that match reach it
+// slowAnswer late, from now on: the watch events of those writes arrive first.
+func (c *controllerUnderTest) SlowAnswers(match func(*http.Request) bool) { c.slowed.Store(&match) }
+
+// slowAnswer is how late SlowAnswers hands over an answer.
+const slowAnswer = 300 * time.Millisecond
 
 // Logs returns what the controller has logged.
 func (c *controllerUnderTest) Logs() string { return c.logs.String() }
@@ -235,6 +245,9 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 				return forbidden(req), nil
 			}
 			resp, err := rt.RoundTrip(req)
+			if slowed := c.slowed.Load(); slowed != nil && (*slowed)(req) {
+				time.Sleep(slowAnswer)
+			}
 			if err == nil && lag > 0 && isSourceWatch(req) {
 				resp.Body = lateReader{ReadCloser: resp.Body, lag: lag}
 			}
