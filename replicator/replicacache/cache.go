@@ -174,9 +174,8 @@ func (c *Cache[T]) Wrote(ownerKey string, before, after *metav1.PartialObjectMet
 // cache before the answer reaches the engine, and is that delete's echo only if the
 // record exists by then. undo takes the record back when the delete did not happen.
 func (c *Cache[T]) Deleting(ownerKey string, replica *metav1.PartialObjectMetadata) (undo func()) {
-	key := keyOf(replica)
-	c.own.wrote(ownerKey, key, replica, nil, func() *metav1.PartialObjectMetadata { return c.cached(key) })
-	return func() { c.own.undoDelete(ownerKey, key) }
+	c.Wrote(ownerKey, replica, nil)
+	return func() { c.own.undoDelete(ownerKey, keyOf(replica)) }
 }
 
 // cached is the cache's replica at key, or nil.
