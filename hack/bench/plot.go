@@ -168,7 +168,8 @@ func drawServerCPU(file string, points []Point) error {
 	names, cmsync, limit := make([]string, 0, n), make(plotter.Values, 0, n), make(plotter.Values, 0, n)
 	for _, pt := range points {
 		for _, ph := range phaseValues {
-			names = append(names, fmt.Sprintf("%s\nN=%d S=%d\n%s", ph.name, pt.Namespaces, pt.Sources, sizeLabel(pt.SizeBytes)))
+			// One line: a label of several lines, turned upright, runs into its neighbours'.
+			names = append(names, fmt.Sprintf("%s, N=%d S=%d %s", ph.name, pt.Namespaces, pt.Sources, sizeLabel(pt.SizeBytes)))
 			cmsync = append(cmsync, ph.get(pt.CmsyncServerCPUPer1000))
 			limit = append(limit, ph.get(pt.LimitServerCPUPer1000))
 		}
