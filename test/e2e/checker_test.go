@@ -495,7 +495,9 @@ func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all i
 		mc.restartExited()
 	case "frozen-leader":
 		// The leader freezes with work decided and not done, for longer than the lease;
-		// the other takes over and works; the old one wakes up and must not write.
+		// the other takes over and works; the old one wakes up and must not write. The
+		// takeover needs the other process running: one that exited is started first.
+		mc.restartExited()
 		leader := mc.leader()
 		tail := newAuditTail(t)
 		ops(0, half)
@@ -511,6 +513,7 @@ func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all i
 	case "partition":
 		// The leader is cut off from the API server for longer than the lease while
 		// users change things; the other takes over; no double writer after it heals.
+		mc.restartExited()
 		leader := mc.leader()
 		tail := newAuditTail(t)
 		leader.partition(t)

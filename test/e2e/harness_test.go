@@ -270,7 +270,8 @@ func launchController(t *testing.T, how launch, args ...string) *controller {
 	t.Helper()
 	c := &controller{metricsAddr: how.metricsAddr, healthAddr: how.healthAddr, exited: make(chan struct{})}
 	if c.metricsAddr == "" {
-		c.metricsAddr, c.healthAddr = freeAddr(t), freeAddr(t)
+		addrs := freeAddrs(t, 2)
+		c.metricsAddr, c.healthAddr = addrs[0], addrs[1]
 	}
 	env := how.env
 	c.log = filepath.Join(workDir, fmt.Sprintf("cmsync-%s-%s.log", strings.ReplaceAll(t.Name(), "/", "_"), randomSuffix()))
@@ -393,10 +394,21 @@ func (c *controller) Metric(t *testing.T, prefix string) float64 {
 }
 
 func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
+	return freeAddrs(t, 1)[0]
+}
+
+// freeAddrs returns n distinct free loopback addresses. Every listener stays open until
+// all are picked: one closed before the next is picked may be handed out again, and a
+// process given the same port for metrics and health probes exits at start.
+func freeAddrs(t *testing.T, n int) []string {
+	addrs := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		must(t, err)
+		defer func() { _ = l.Close() }()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs
 }
 
 func tail(path string, n int) string {
