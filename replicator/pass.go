@@ -122,9 +122,11 @@ func (d *door[T]) finish(ctx context.Context, owner desired.Owner, pass desired.
 // written and only if it is news — or always, when force says the pass did something
 // no later pass will report. The order matters: a pass that read a copy older than
 // cmsync's own last status write (its cache trails the server; the replicas' or a
-// namespace's events queue passes sooner) meets a 409, and is run again on the newer
-// copy (afterStatusWrite), which announces the status if it is still news. Announcing
-// it before the write repeated the Event of the write the copy had missed.
+// namespace's events queue passes sooner) and wants another status meets a 409, and
+// is run again on the newer copy (afterStatusWrite), which announces the status if it
+// is still news. Announcing it before the write repeated the Event of the write the
+// copy had missed. (One that wants the status that write said writes nothing:
+// ownStatusWrites.)
 func writeThenAnnounce(write func() error, announce func(), news, force bool) error {
 	err := write()
 	if force || news && err == nil {

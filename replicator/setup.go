@@ -140,7 +140,8 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	if err := mgr.Add(former); err != nil {
 		return door[T]{}, nil, fmt.Errorf("adding the %s former-source sweep: %w", kind.Name(), err)
 	}
-	sources := &sourceReconciler[T]{kind: kind, name: name, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), door: shared}
+	sources := &sourceReconciler[T]{kind: kind, name: name, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
+		ownStatus: newOwnStatusWrites(), door: shared}
 	if err := sources.SetupWithManager(mgr, replicas, former.Events(), o.Controller); err != nil {
 		return door[T]{}, nil, fmt.Errorf("setting up the %s source controller: %w", kind.Name(), err)
 	}

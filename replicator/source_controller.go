@@ -41,6 +41,9 @@ type sourceReconciler[T desired.Object] struct {
 	client client.Client
 	// apiReader reads the API server directly, for objects outside the caches.
 	apiReader client.Reader
+	// ownStatus is cmsync's last status write of each source, to tell a cached copy
+	// that trails it.
+	ownStatus *ownStatusWrites
 	door[T]
 }
 
@@ -122,6 +125,7 @@ func (r *sourceReconciler[T]) planFor(src T, owner desired.Owner) (Plan[T], erro
 // takes the status annotations off an object that stopped being a source.
 func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) error {
 	r.metrics.ForgetSource(owner)
+	r.ownStatus.forget(owner.Source)
 	deleted, err := r.engine.deleteAll(ctx, owner)
 	if deleted > 0 {
 		log.FromContext(ctx).Info("deleted the replicas of a retired source", "deleted", deleted)
@@ -149,11 +153,11 @@ func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner de
 	r.metrics.RecordProblem(owner, v1alpha1.ReasonInvalid)
 	status := desired.InvalidStatus(invalid, src.GetAnnotations()[v1alpha1.SyncedAnnotation])
 	patch := desired.StatusPatch(src, status, false, time.Now())
-	if patch == nil {
+	if patch == nil || r.ownStatus.alreadySays(src, status) {
 		return nil
 	}
 	return writeThenAnnounce(
-		func() error { return r.patchStatus(ctx, src, patch) },
+		func() error { return r.writeStatus(ctx, src, status, patch) },
 		func() {
 			log.FromContext(ctx).Info("source is invalid; nothing was changed", "reason", status.Message)
 			r.recorder.Eventf(src, nil, corev1.EventTypeWarning, v1alpha1.ReasonInvalid, "Validate", "%s", status.Message)
@@ -169,6 +173,9 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Su
 	status := pass.SourceStatus()
 	current := src.GetAnnotations()
 	patch := desired.StatusPatch(src, status, pass.Changed(), time.Now())
+	if !pass.Changed() && r.ownStatus.alreadySays(src, status) {
+		return nil // the cache trails cmsync's own write, which said it (and announced it)
+	}
 	news := status.State != current[v1alpha1.StatusAnnotation] || status.Message != current[v1alpha1.MessageAnnotation]
 	write := func() error {
 		if patch == nil {
@@ -177,7 +184,7 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Su
 			// the second of the status before it. Its Event is still due.
 			return nil
 		}
-		return r.patchStatus(ctx, src, patch)
+		return r.writeStatus(ctx, src, status, patch)
 	}
 	return writeThenAnnounce(write, func() { r.recordPassEvent(ctx, src, pass) }, news, pass.Changed())
 }
@@ -194,6 +201,15 @@ func (r *sourceReconciler[T]) recordPassEvent(ctx context.Context, src T, pass d
 	default:
 		r.recorder.Eventf(src, nil, corev1.EventTypeWarning, v1alpha1.ReasonFailed, "Sync", "%s", pass.Message)
 	}
+}
+
+// writeStatus writes the status annotations (patchStatus) and records the write.
+func (r *sourceReconciler[T]) writeStatus(ctx context.Context, src T, status desired.SourceStatus, patch []byte) error {
+	if err := r.patchStatus(ctx, src, patch); err != nil {
+		return err
+	}
+	r.ownStatus.wrote(src, status)
+	return nil
 }
 
 // patchStatus writes the status annotations; the patch carries the resourceVersion the

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -309,8 +310,9 @@ func TestForeignStatusIsPutRight(t *testing.T) {
 
 // A pass can run before cmsync's own status write has reached its cache of sources:
 // the replicas' watch events queue the next pass sooner than the source's own event
-// arrives. That pass's status write meets the newer source and is retried; each change
-// still gets one Synced Event, not a repeat of it (a series).
+// arrives. That pass finds the status cmsync wrote, or, wanting another, its write
+// meets the newer source and is retried; each change still gets one Synced Event, not
+// a repeat of it (a series).
 func TestOneSyncedEventPerChangeWhileTheSourceCacheLags(t *testing.T) {
 	startControllerBehind(t, 300*time.Millisecond)
 	srcNS := newNamespace(t, "src", nil)
@@ -325,6 +327,38 @@ func TestOneSyncedEventPerChangeWhileTheSourceCacheLags(t *testing.T) {
 	oneEventEach := eventsOnceEach(t, src, v1alpha1.ReasonSynced, 2)
 	eventually(t, timeout, "a Synced Event for each change", oneEventEach)
 	consistently(t, 3*time.Second, "one Synced Event for each change", oneEventEach)
+}
+
+// A pass that reads a source older than cmsync's own last status write of it (a
+// namespace's event queued the pass before the write reached the source cache) and
+// finds that status still right does not write it again: sent with the older copy's
+// resourceVersion, the write met the newer source (409) and was retried until the
+// cache caught up, a status write refused for each retry.
+func TestStatusIsNotWrittenAgainFromTheCopyItReplaced(t *testing.T) {
+	running := startControllerBehind(t, 500*time.Millisecond)
+	srcNS := newNamespace(t, "src", nil) // the source's own: its status writes alone
+	group, targets := newGroup(t, "stale", 3)
+	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group},
+		map[string]string{"v": "1"})
+	waitForSynced(t, src, "3/3")
+	// A label the selector does not read: the namespace's event queues a pass at once,
+	// while the status is still on its way to the source cache.
+	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: targets[0]}}, func(ns *corev1.Namespace) {
+		ns.Labels["touched"] = "yes"
+	})
+	consistently(t, 3*time.Second, "one status write, and one Synced Event", func() error {
+		if got := running.WritesIn(http.MethodPatch, srcNS); got != 1 {
+			return errorf("%d status writes onto the source (refused ones included), want 1; last writes:\n%s", got, running.LastWrites())
+		}
+		return eventsOnceEach(t, src, v1alpha1.ReasonSynced, 1)()
+	})
+
+	// A status that changed is still written, from whichever copy: a namespace that
+	// leaves the group makes it 2/2.
+	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: targets[2]}}, func(ns *corev1.Namespace) {
+		delete(ns.Labels, "group")
+	})
+	waitForSynced(t, src, "2/2")
 }
 
 // The same race for a ConfigMapSync: the pass queued by its replicas' events reads the

@@ -1,0 +1,55 @@
+package replicator
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/replicator/desired"
+)
+
+// ownStatusWrites remembers, for each source, cmsync's last status write that the API
+// server took: the resourceVersion of the copy it replaced and the status it wrote. A
+// pass that reads that very copy again reads a cache that trails cmsync's own write
+// (a namespace's or a replica's event queues a pass sooner than the source's own event
+// arrives); when it finds the status that write said, the server already says it.
+// Written again from that copy, the status met the newer source (409) and was retried
+// until the cache caught up: a refused write per retry, and a pass. A resourceVersion
+// names one version of one object, so an equal one is that very copy.
+type ownStatusWrites struct {
+	mu      sync.Mutex
+	written map[types.NamespacedName]ownStatusWrite
+}
+
+type ownStatusWrite struct {
+	replaced string
+	status   desired.SourceStatus
+}
+
+func newOwnStatusWrites() *ownStatusWrites {
+	return &ownStatusWrites{written: map[types.NamespacedName]ownStatusWrite{}}
+}
+
+// wrote records that status was written onto the source over the copy src.
+func (o *ownStatusWrites) wrote(src client.Object, status desired.SourceStatus) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.written[client.ObjectKeyFromObject(src)] = ownStatusWrite{replaced: src.GetResourceVersion(), status: status}
+}
+
+// alreadySays reports whether src is the copy cmsync's last status write of the source
+// replaced, and that write said status.
+func (o *ownStatusWrites) alreadySays(src client.Object, status desired.SourceStatus) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.written[client.ObjectKeyFromObject(src)]
+	return ok && w.replaced == src.GetResourceVersion() && w.status == status
+}
+
+// forget drops the record of a source that is gone or no longer one.
+func (o *ownStatusWrites) forget(source types.NamespacedName) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.written, source)
+}
