@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,4 +46,31 @@ func TestOwnStatusWritesKnowTheCopyTheyReplaced(t *testing.T) {
 	if o.alreadySays(copyOf("p", "app", "10"), synced) {
 		t.Error("a forgotten source still says its status")
 	}
+}
+
+// The time of a change whose status write did not land is kept until a status write
+// lands or the annotations already say it, and goes with the source.
+func TestOwnStatusWritesKeepAnUnwrittenChange(t *testing.T) {
+	src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "p", Name: "app", ResourceVersion: "10"}}
+	key := client.ObjectKeyFromObject(src)
+	at := time.Date(2026, 11, 27, 9, 35, 16, 0, time.UTC)
+	o := newOwnStatusWrites()
+	unwritten := func(step string, want bool) {
+		t.Helper()
+		got, ok := o.unwrittenChange(key)
+		if ok != want || ok && !got.Equal(at) {
+			t.Errorf("%s: unwrittenChange = %v, %v; want %v", step, got, ok, want)
+		}
+	}
+	unwritten("before any write", false)
+	o.notWritten(key, at)
+	unwritten("after a status write that did not land", true)
+	o.wrote(src, desired.SourceStatus{State: v1alpha1.StatusSynced, Synced: "2/2"})
+	unwritten("after a status write that landed", false)
+	o.notWritten(key, at)
+	o.changeWritten(key)
+	unwritten("once the annotations say it", false)
+	o.notWritten(key, at)
+	o.forget(key)
+	unwritten("after the source is forgotten", false)
 }

@@ -172,8 +172,14 @@ func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner de
 func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Summary) error {
 	status := pass.SourceStatus()
 	current := src.GetAnnotations()
-	patch := desired.StatusPatch(src, status, pass.Changed(), time.Now())
-	if !pass.Changed() && r.ownStatus.alreadySays(src, status) {
+	// A pass that changed nothing still moves last-sync-time to an earlier pass's change
+	// whose status write did not land.
+	changed, changedAt := pass.Changed(), time.Now()
+	if at, unwritten := r.ownStatus.unwrittenChange(client.ObjectKeyFromObject(src)); unwritten && !changed {
+		changed, changedAt = true, at
+	}
+	patch := desired.StatusPatch(src, status, changed, changedAt)
+	if !changed && r.ownStatus.alreadySays(src, status) {
 		return nil // the cache trails cmsync's own write, which said it (and announced it)
 	}
 	news := status.State != current[v1alpha1.StatusAnnotation] || status.Message != current[v1alpha1.MessageAnnotation]
@@ -182,9 +188,14 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Su
 			// The annotations already say it. A pass that wrote replicas can get here
 			// too: last-sync-time counts whole seconds, and the change may come within
 			// the second of the status before it. Its Event is still due.
+			r.ownStatus.changeWritten(client.ObjectKeyFromObject(src))
 			return nil
 		}
-		return r.writeStatus(ctx, src, status, patch)
+		err := r.writeStatus(ctx, src, status, patch)
+		if err != nil && changed {
+			r.ownStatus.notWritten(client.ObjectKeyFromObject(src), changedAt)
+		}
+		return err
 	}
 	return writeThenAnnounce(write, func() { r.recordPassEvent(ctx, src, pass) }, news, pass.Changed())
 }

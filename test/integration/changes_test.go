@@ -361,6 +361,41 @@ func TestStatusIsNotWrittenAgainFromTheCopyItReplaced(t *testing.T) {
 	waitForSynced(t, src, "2/2")
 }
 
+// A pass that repairs a replica while the source cache trails cmsync's own status
+// write meets the newer source with its status write (409); last-sync-time still moves
+// to the repair's time, written by the pass that retries, though that pass changes
+// nothing itself.
+func TestLastSyncTimeOfARepairWhoseStatusWriteMetANewerSource(t *testing.T) {
+	startControllerBehind(t, 2*time.Second)
+	srcNS := newNamespace(t, "src", nil)
+	targets := []string{newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)}
+	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetNamespacesAnnotation: strings.Join(targets, ",")},
+		map[string]string{"v": "1"})
+	synced := waitForSynced(t, src, "2/2")
+	first, err := time.Parse(time.RFC3339, synced.Annotations[v1alpha1.LastSyncTimeAnnotation])
+	must(t, err)
+	// A second later, and still before the status write's own event reaches the source
+	// cache (2 s late): a replica deleted behind cmsync's back is put back.
+	time.Sleep(time.Until(first.Add(1100 * time.Millisecond)))
+	repaired := time.Now().Truncate(time.Second)
+	must(t, k8s.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: targets[0], Name: "app"}}))
+	waitForReplicasIn(t, src, targets...)
+	eventually(t, timeout, "last-sync-time at the repair", func() error {
+		cm, err := getConfigMap(srcNS, "app")
+		if err != nil {
+			return err
+		}
+		last, err := time.Parse(time.RFC3339, cm.Annotations[v1alpha1.LastSyncTimeAnnotation])
+		if err != nil {
+			return err
+		}
+		if last.Before(repaired) {
+			return errorf("last-sync-time %s, before the repair at %s", last.Format(time.RFC3339), repaired.Format(time.RFC3339))
+		}
+		return nil
+	})
+}
+
 // The same race for a ConfigMapSync: the pass queued by its replicas' events reads the
 // ConfigMapSync without the Ready condition cmsync has just written; it does not record
 // the Synced Event again.
