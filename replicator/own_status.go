@@ -18,16 +18,9 @@ import (
 // Written again from that copy, the status met the newer source (409) and was retried
 // until the cache caught up: a refused write per retry, and a pass. A resourceVersion
 // names one version of one object, so an equal one is that very copy.
-//
-// It also remembers when a pass changed replicas but its status write did not land
-// (most often a 409 from such a copy): the pass that retries may change nothing itself,
-// and last-sync-time must still move to the time of that change.
 type ownStatusWrites struct {
 	mu      sync.Mutex
 	written map[types.NamespacedName]ownStatusWrite
-	// unwritten is the time of the last change of replicas whose status write has not
-	// landed yet.
-	unwritten map[types.NamespacedName]time.Time
 }
 
 type ownStatusWrite struct {
@@ -36,41 +29,14 @@ type ownStatusWrite struct {
 }
 
 func newOwnStatusWrites() *ownStatusWrites {
-	return &ownStatusWrites{written: map[types.NamespacedName]ownStatusWrite{}, unwritten: map[types.NamespacedName]time.Time{}}
+	return &ownStatusWrites{written: map[types.NamespacedName]ownStatusWrite{}}
 }
 
-// wrote records that status was written onto the source over the copy src, with the
-// last-sync-time of any change not yet written.
+// wrote records that status was written onto the source over the copy src.
 func (o *ownStatusWrites) wrote(src client.Object, status desired.SourceStatus) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	key := client.ObjectKeyFromObject(src)
-	o.written[key] = ownStatusWrite{replaced: src.GetResourceVersion(), status: status}
-	delete(o.unwritten, key)
-}
-
-// notWritten records that a pass changed the replicas of the source at the given time
-// and its status write did not land.
-func (o *ownStatusWrites) notWritten(source types.NamespacedName, changedAt time.Time) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.unwritten[source] = changedAt
-}
-
-// changeWritten records that the source's annotations say its last change of replicas.
-func (o *ownStatusWrites) changeWritten(source types.NamespacedName) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	delete(o.unwritten, source)
-}
-
-// unwrittenChange returns the time of the source's last change of replicas whose status
-// write has not landed, if there is one.
-func (o *ownStatusWrites) unwrittenChange(source types.NamespacedName) (time.Time, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	at, ok := o.unwritten[source]
-	return at, ok
+	o.written[client.ObjectKeyFromObject(src)] = ownStatusWrite{replaced: src.GetResourceVersion(), status: status}
 }
 
 // alreadySays reports whether src is the copy cmsync's last status write of the source
@@ -87,5 +53,52 @@ func (o *ownStatusWrites) forget(source types.NamespacedName) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.written, source)
-	delete(o.unwritten, source)
+}
+
+// unwrittenChanges remembers, for each owner (a source, or a ConfigMapSync), the time
+// of a pass that changed replicas and whose status write did not land, most often a
+// 409 from a cached copy that trailed cmsync's own status write. The pass that retries
+// may change nothing itself, and the status must still give that change's time as the
+// last sync (cmsync.io/last-sync-time, status.lastSyncTime).
+type unwrittenChanges struct {
+	mu sync.Mutex
+	at map[types.NamespacedName]time.Time
+}
+
+func newUnwrittenChanges() *unwrittenChanges {
+	return &unwrittenChanges{at: map[types.NamespacedName]time.Time{}}
+}
+
+// record settles what the status write of a pass did: for a pass that changed replicas
+// at changedAt (changed), a write that failed keeps that time, and one that landed (or
+// found the status already saying it) ends any kept time.
+func (u *unwrittenChanges) record(owner types.NamespacedName, changed bool, changedAt time.Time, writeErr error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch {
+	case writeErr == nil:
+		delete(u.at, owner)
+	case changed:
+		u.at[owner] = changedAt
+	}
+}
+
+// lastChange is the time a pass should give as the last sync: its own time when it
+// changed replicas, else an earlier pass's change whose status write has not landed;
+// changed tells whether either holds.
+func (u *unwrittenChanges) lastChange(owner types.NamespacedName, passChanged bool, now time.Time) (changedAt time.Time, changed bool) {
+	if passChanged {
+		return now, true
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	at, ok := u.at[owner]
+	return at, ok
+}
+
+// forget drops the record of an owner that is gone.
+func (u *unwrittenChanges) forget(owner types.NamespacedName) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delete(u.at, owner)
 }

@@ -1,11 +1,13 @@
 package replicator
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -49,28 +51,30 @@ func TestOwnStatusWritesKnowTheCopyTheyReplaced(t *testing.T) {
 }
 
 // The time of a change whose status write did not land is kept until a status write
-// lands or the annotations already say it, and goes with the source.
-func TestOwnStatusWritesKeepAnUnwrittenChange(t *testing.T) {
-	src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "p", Name: "app", ResourceVersion: "10"}}
-	key := client.ObjectKeyFromObject(src)
-	at := time.Date(2026, 11, 27, 9, 35, 16, 0, time.UTC)
-	o := newOwnStatusWrites()
-	unwritten := func(step string, want bool) {
+// lands, and given to the passes after it that change nothing themselves; a pass's own
+// change gives its own time; the record goes with the owner.
+func TestUnwrittenChangesKeepTheTimeOfAChange(t *testing.T) {
+	owner := types.NamespacedName{Namespace: "p", Name: "app"}
+	changedAt := time.Date(2026, 11, 27, 9, 35, 16, 0, time.UTC)
+	now := changedAt.Add(2 * time.Second)
+	refused := errors.New("conflict")
+	u := newUnwrittenChanges()
+	expect := func(step string, passChanged bool, wantAt time.Time, wantChanged bool) {
 		t.Helper()
-		got, ok := o.unwrittenChange(key)
-		if ok != want || ok && !got.Equal(at) {
-			t.Errorf("%s: unwrittenChange = %v, %v; want %v", step, got, ok, want)
+		if at, changed := u.lastChange(owner, passChanged, now); changed != wantChanged || changed && !at.Equal(wantAt) {
+			t.Errorf("%s: lastChange = %v, %v; want %v, %v", step, at, changed, wantAt, wantChanged)
 		}
 	}
-	unwritten("before any write", false)
-	o.notWritten(key, at)
-	unwritten("after a status write that did not land", true)
-	o.wrote(src, desired.SourceStatus{State: v1alpha1.StatusSynced, Synced: "2/2"})
-	unwritten("after a status write that landed", false)
-	o.notWritten(key, at)
-	o.changeWritten(key)
-	unwritten("once the annotations say it", false)
-	o.notWritten(key, at)
-	o.forget(key)
-	unwritten("after the source is forgotten", false)
+	expect("nothing changed yet", false, time.Time{}, false)
+	expect("a pass that changes", true, now, true)
+	u.record(owner, true, changedAt, refused)
+	expect("after a change whose status write was refused", false, changedAt, true)
+	expect("a pass that changes again", true, now, true)
+	u.record(owner, false, time.Time{}, refused)
+	expect("after a refused write of a pass that changed nothing", false, changedAt, true)
+	u.record(owner, true, changedAt, nil)
+	expect("after the write that gave it", false, time.Time{}, false)
+	u.record(owner, true, changedAt, refused)
+	u.forget(owner)
+	expect("after the owner is forgotten", false, time.Time{}, false)
 }

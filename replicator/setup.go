@@ -98,7 +98,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("creating a clientset: %w", err)
 	}
-	syncs := &syncReconciler{client: mgr.GetClient(), sources: newSourceWatcher(ctx, clientset), door: configMaps}
+	syncs := &syncReconciler{client: mgr.GetClient(), sources: newSourceWatcher(ctx, clientset), unwritten: newUnwrittenChanges(),
+		door: configMaps}
 	if err := syncs.SetupWithManager(mgr, configMapReplicas, o.Controller); err != nil {
 		return fmt.Errorf("setting up the ConfigMapSync controller: %w", err)
 	}
@@ -141,7 +142,7 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 		return door[T]{}, nil, fmt.Errorf("adding the %s former-source sweep: %w", kind.Name(), err)
 	}
 	sources := &sourceReconciler[T]{kind: kind, name: name, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
-		ownStatus: newOwnStatusWrites(), door: shared}
+		ownStatus: newOwnStatusWrites(), unwritten: newUnwrittenChanges(), door: shared}
 	if err := sources.SetupWithManager(mgr, replicas, former.Events(), o.Controller); err != nil {
 		return door[T]{}, nil, fmt.Errorf("setting up the %s source controller: %w", kind.Name(), err)
 	}

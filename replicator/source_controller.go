@@ -44,6 +44,8 @@ type sourceReconciler[T desired.Object] struct {
 	// ownStatus is cmsync's last status write of each source, to tell a cached copy
 	// that trails it.
 	ownStatus *ownStatusWrites
+	// unwritten keeps the time of a change of replicas until a status write gives it.
+	unwritten *unwrittenChanges
 	door[T]
 }
 
@@ -126,6 +128,7 @@ func (r *sourceReconciler[T]) planFor(src T, owner desired.Owner) (Plan[T], erro
 func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) error {
 	r.metrics.ForgetSource(owner)
 	r.ownStatus.forget(owner.Source)
+	r.unwritten.forget(owner.Source)
 	deleted, err := r.engine.deleteAll(ctx, owner)
 	if deleted > 0 {
 		log.FromContext(ctx).Info("deleted the replicas of a retired source", "deleted", deleted)
@@ -172,12 +175,8 @@ func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner de
 func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Summary) error {
 	status := pass.SourceStatus()
 	current := src.GetAnnotations()
-	// A pass that changed nothing still moves last-sync-time to an earlier pass's change
-	// whose status write did not land.
-	changed, changedAt := pass.Changed(), time.Now()
-	if at, unwritten := r.ownStatus.unwrittenChange(client.ObjectKeyFromObject(src)); unwritten && !changed {
-		changed, changedAt = true, at
-	}
+	key := client.ObjectKeyFromObject(src)
+	changedAt, changed := r.unwritten.lastChange(key, pass.Changed(), time.Now())
 	patch := desired.StatusPatch(src, status, changed, changedAt)
 	if !changed && r.ownStatus.alreadySays(src, status) {
 		return nil // the cache trails cmsync's own write, which said it (and announced it)
@@ -188,13 +187,11 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Su
 			// The annotations already say it. A pass that wrote replicas can get here
 			// too: last-sync-time counts whole seconds, and the change may come within
 			// the second of the status before it. Its Event is still due.
-			r.ownStatus.changeWritten(client.ObjectKeyFromObject(src))
+			r.unwritten.record(key, changed, changedAt, nil)
 			return nil
 		}
 		err := r.writeStatus(ctx, src, status, patch)
-		if err != nil && changed {
-			r.ownStatus.notWritten(client.ObjectKeyFromObject(src), changedAt)
-		}
+		r.unwritten.record(key, changed, changedAt, err)
 		return err
 	}
 	return writeThenAnnounce(write, func() { r.recordPassEvent(ctx, src, pass) }, news, pass.Changed())

@@ -35,6 +35,8 @@ type syncReconciler struct {
 	client client.Client
 	// sources watches the ConfigMaps that ConfigMapSyncs name.
 	sources *sourceWatcher
+	// unwritten keeps the time of a change of replicas until a status write gives it.
+	unwritten *unwrittenChanges
 	door[*corev1.ConfigMap]
 }
 
@@ -75,8 +77,14 @@ func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	desired.SetSyncStatus(&sync.Status, sync.Generation, owner.Source.String(), pass, metav1.Now())
-	return r.finish(ctx, owner, pass, r.writeStatus(ctx, sync, before, eventReasonOf(pass)))
+	changedAt, changed := r.unwritten.lastChange(req.NamespacedName, pass.Changed(), time.Now())
+	desired.SetSyncStatus(&sync.Status, sync.Generation, owner.Source.String(), pass, metav1.NewTime(changedAt))
+	if changed && !pass.Changed() {
+		sync.Status.LastSyncTime = &metav1.Time{Time: changedAt} // an earlier pass's change, not yet written
+	}
+	err = r.writeStatus(ctx, sync, before, eventReasonOf(pass))
+	r.unwritten.record(req.NamespacedName, changed, changedAt, err)
+	return r.finish(ctx, owner, pass, err)
 }
 
 // eventReasonOf is the reason of the Event that reports a pass.
@@ -176,6 +184,7 @@ func (r *syncReconciler) reportProblem(
 func (r *syncReconciler) finalize(ctx context.Context, sync *v1alpha1.ConfigMapSync) error {
 	owner := desired.SyncOwner(sync)
 	r.metrics.ForgetSource(owner)
+	r.unwritten.forget(client.ObjectKeyFromObject(sync))
 	if !controllerutil.ContainsFinalizer(sync, v1alpha1.CleanupFinalizer) {
 		return nil
 	}

@@ -396,6 +396,34 @@ func TestLastSyncTimeOfARepairWhoseStatusWriteMetANewerSource(t *testing.T) {
 	})
 }
 
+// The same for a ConfigMapSync: a repair within the cache's lag moves
+// status.lastSyncTime, though its status write met a newer ConfigMapSync.
+func TestLastSyncTimeOfAConfigMapSyncRepairWhoseStatusWriteMetANewerObject(t *testing.T) {
+	startControllerBehind(t, 2*time.Second)
+	srcNS := newNamespace(t, "src", nil)
+	targets := []string{newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)}
+	plainConfigMap(t, srcNS, "app", map[string]string{"v": "1"})
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "app", DestinationNamespaces: targets})
+	synced := waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
+	if synced.Status.LastSyncTime == nil {
+		t.Fatal("no lastSyncTime after the fan-out")
+	}
+	first := synced.Status.LastSyncTime.Time
+	time.Sleep(time.Until(first.Add(1100 * time.Millisecond)))
+	repaired := time.Now().Truncate(time.Second)
+	must(t, k8s.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: targets[0], Name: "app"}}))
+	eventually(t, timeout, "lastSyncTime at the repair", func() error {
+		got := &v1alpha1.ConfigMapSync{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(sync), got); err != nil {
+			return err
+		}
+		if last := got.Status.LastSyncTime; last == nil || last.Time.Before(repaired) {
+			return errorf("lastSyncTime %v, before the repair at %s", last, repaired.Format(time.RFC3339))
+		}
+		return nil
+	})
+}
+
 // The same race for a ConfigMapSync: the pass queued by its replicas' events reads the
 // ConfigMapSync without the Ready condition cmsync has just written; it does not record
 // the Synced Event again.
