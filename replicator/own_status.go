@@ -5,54 +5,54 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/cmsync/cmsync/replicator/desired"
 )
 
-// ownStatusWrites remembers, for each source, cmsync's last status write that the API
-// server took: the resourceVersion of the copy it replaced and the status it wrote. A
-// pass that reads that very copy again reads a cache that trails cmsync's own write
-// (a namespace's or a replica's event queues a pass sooner than the source's own event
-// arrives); when it finds the status that write said, the server already says it.
-// Written again from that copy, the status met the newer source (409) and was retried
-// until the cache caught up: a refused write per retry, and a pass. A resourceVersion
-// names one version of one object, so an equal one is that very copy.
-type ownStatusWrites struct {
+// ownStatusWrites remembers, for each owner (a source, or a ConfigMapSync), cmsync's
+// last status write that the API server took: the resourceVersion of the copy it
+// replaced and the status it wrote. A pass that reads that very copy again reads a
+// cache that trails cmsync's own write (a namespace's or a replica's event queues a
+// pass sooner than the owner's own event arrives); when it finds the status that write
+// said, the server already says it. Written again from that copy, the status met the
+// newer object (409) and was retried until the cache caught up: a refused write per
+// retry, and a pass. A resourceVersion names one version of one object, so an equal
+// one is that very copy. same tells two statuses apart as the write would.
+type ownStatusWrites[S any] struct {
 	mu      sync.Mutex
-	written map[types.NamespacedName]ownStatusWrite
+	written map[types.NamespacedName]ownStatusWrite[S]
+	same    func(a, b S) bool
 }
 
-type ownStatusWrite struct {
+type ownStatusWrite[S any] struct {
 	replaced string
-	status   desired.SourceStatus
+	status   S
 }
 
-func newOwnStatusWrites() *ownStatusWrites {
-	return &ownStatusWrites{written: map[types.NamespacedName]ownStatusWrite{}}
+func newOwnStatusWrites[S any](same func(a, b S) bool) *ownStatusWrites[S] {
+	return &ownStatusWrites[S]{written: map[types.NamespacedName]ownStatusWrite[S]{}, same: same}
 }
 
-// wrote records that status was written onto the source over the copy src.
-func (o *ownStatusWrites) wrote(src client.Object, status desired.SourceStatus) {
+// wrote records that status was written onto the owner over its copy of version
+// replaced.
+func (o *ownStatusWrites[S]) wrote(owner types.NamespacedName, replaced string, status S) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.written[client.ObjectKeyFromObject(src)] = ownStatusWrite{replaced: src.GetResourceVersion(), status: status}
+	o.written[owner] = ownStatusWrite[S]{replaced: replaced, status: status}
 }
 
-// alreadySays reports whether src is the copy cmsync's last status write of the source
-// replaced, and that write said status.
-func (o *ownStatusWrites) alreadySays(src client.Object, status desired.SourceStatus) bool {
+// alreadySays reports whether the owner's copy of this version is the one cmsync's
+// last status write replaced, and that write said status.
+func (o *ownStatusWrites[S]) alreadySays(owner types.NamespacedName, version string, status S) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	w, ok := o.written[client.ObjectKeyFromObject(src)]
-	return ok && w.replaced == src.GetResourceVersion() && w.status == status
+	w, ok := o.written[owner]
+	return ok && w.replaced == version && o.same(w.status, status)
 }
 
-// forget drops the record of a source that is gone or no longer one.
-func (o *ownStatusWrites) forget(source types.NamespacedName) {
+// forget drops the record of an owner that is gone.
+func (o *ownStatusWrites[S]) forget(owner types.NamespacedName) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.written, source)
+	delete(o.written, owner)
 }
 
 // unwrittenChanges remembers, for each owner (a source, or a ConfigMapSync), the time

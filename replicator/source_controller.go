@@ -43,7 +43,7 @@ type sourceReconciler[T desired.Object] struct {
 	apiReader client.Reader
 	// ownStatus is cmsync's last status write of each source, to tell a cached copy
 	// that trails it.
-	ownStatus *ownStatusWrites
+	ownStatus *ownStatusWrites[desired.SourceStatus]
 	// unwritten keeps the time of a change of replicas until a status write gives it.
 	unwritten *unwrittenChanges
 	door[T]
@@ -156,7 +156,7 @@ func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner de
 	r.metrics.RecordProblem(owner, v1alpha1.ReasonInvalid)
 	status := desired.InvalidStatus(invalid, src.GetAnnotations()[v1alpha1.SyncedAnnotation])
 	patch := desired.StatusPatch(src, status, false, time.Now())
-	if patch == nil || r.ownStatus.alreadySays(src, status) {
+	if patch == nil || r.ownStatus.alreadySays(client.ObjectKeyFromObject(src), src.GetResourceVersion(), status) {
 		return nil
 	}
 	return writeThenAnnounce(
@@ -178,7 +178,7 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Su
 	key := client.ObjectKeyFromObject(src)
 	changedAt, changed := r.unwritten.lastChange(key, pass.Changed(), time.Now())
 	patch := desired.StatusPatch(src, status, changed, changedAt)
-	if !changed && r.ownStatus.alreadySays(src, status) {
+	if !changed && r.ownStatus.alreadySays(key, src.GetResourceVersion(), status) {
 		return nil // the cache trails cmsync's own write, which said it (and announced it)
 	}
 	news := status.State != current[v1alpha1.StatusAnnotation] || status.Message != current[v1alpha1.MessageAnnotation]
@@ -216,7 +216,7 @@ func (r *sourceReconciler[T]) writeStatus(ctx context.Context, src T, status des
 	if err := r.patchStatus(ctx, src, patch); err != nil {
 		return err
 	}
-	r.ownStatus.wrote(src, status)
+	r.ownStatus.wrote(client.ObjectKeyFromObject(src), src.GetResourceVersion(), status)
 	return nil
 }
 

@@ -35,6 +35,9 @@ type syncReconciler struct {
 	client client.Client
 	// sources watches the ConfigMaps that ConfigMapSyncs name.
 	sources *sourceWatcher
+	// ownStatus is cmsync's last status write of each ConfigMapSync, to tell a cached
+	// copy that trails it.
+	ownStatus *ownStatusWrites[v1alpha1.ConfigMapSyncStatus]
 	// unwritten keeps the time of a change of replicas until a status write gives it.
 	unwritten *unwrittenChanges
 	door[*corev1.ConfigMap]
@@ -82,7 +85,7 @@ func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if changed && !pass.Changed() {
 		sync.Status.LastSyncTime = &metav1.Time{Time: changedAt} // an earlier pass's change, not yet written
 	}
-	err = r.writeStatus(ctx, sync, before, eventReasonOf(pass))
+	err = r.writeStatus(ctx, sync, before, eventReasonOf(pass), changed)
 	r.unwritten.record(req.NamespacedName, changed, changedAt, err)
 	return r.finish(ctx, owner, pass, err)
 }
@@ -177,13 +180,14 @@ func (r *syncReconciler) reportProblem(
 	}
 	desired.SetSyncProblem(&sync.Status, sync.Generation, owner.Source.String(), problem.reason, problem, len(plan.Targets), synced)
 	r.metrics.RecordProblem(owner, problem.reason)
-	return r.writeStatus(ctx, sync, before, problem.reason)
+	return r.writeStatus(ctx, sync, before, problem.reason, false)
 }
 
 // finalize deletes every replica of a ConfigMapSync being deleted, then lets it go.
 func (r *syncReconciler) finalize(ctx context.Context, sync *v1alpha1.ConfigMapSync) error {
 	owner := desired.SyncOwner(sync)
 	r.metrics.ForgetSource(owner)
+	r.ownStatus.forget(client.ObjectKeyFromObject(sync))
 	r.unwritten.forget(client.ObjectKeyFromObject(sync))
 	if !controllerutil.ContainsFinalizer(sync, v1alpha1.CleanupFinalizer) {
 		return nil
@@ -211,9 +215,17 @@ func (r *syncReconciler) ensureFinalizer(ctx context.Context, sync *v1alpha1.Con
 }
 
 // writeStatus patches the status when it changed, then records an Event and a log line
-// when the Ready condition says something new (writeThenAnnounce).
-func (r *syncReconciler) writeStatus(ctx context.Context, sync *v1alpha1.ConfigMapSync, before *v1alpha1.ConfigMapSyncStatus, eventReason string) error {
+// when the Ready condition says something new (writeThenAnnounce). A pass that changed
+// no replica (changed) and read the very copy cmsync's own last status write replaced
+// writes nothing when that write said the same (ownStatusWrites).
+func (r *syncReconciler) writeStatus(
+	ctx context.Context, sync *v1alpha1.ConfigMapSync, before *v1alpha1.ConfigMapSyncStatus, eventReason string, changed bool,
+) error {
 	if equality.Semantic.DeepEqual(*before, sync.Status) {
+		return nil
+	}
+	key, replaced, status := client.ObjectKeyFromObject(sync), sync.ResourceVersion, *sync.Status.DeepCopy()
+	if !changed && r.ownStatus.alreadySays(key, replaced, status) {
 		return nil
 	}
 	ready, old := findReady(sync.Status.Conditions), findReady(before.Conditions)
@@ -235,6 +247,9 @@ func (r *syncReconciler) writeStatus(ctx context.Context, sync *v1alpha1.ConfigM
 	patched.Status = *before
 	write := func() error {
 		err := r.client.Status().Patch(ctx, sync, client.MergeFromWithOptions(patched, client.MergeFromWithOptimisticLock{}))
+		if err == nil {
+			r.ownStatus.wrote(key, replaced, status) // sync now holds the answer: the copy it replaced is gone
+		}
 		return client.IgnoreNotFound(err)
 	}
 	if err := writeThenAnnounce(write, announce, news, false); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -284,6 +285,23 @@ func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, sourc
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonDegraded
 	}
 	meta.SetStatusCondition(&status.Conditions, ready)
+}
+
+// SameSyncOutcome reports whether two statuses of a ConfigMapSync say the same but for
+// when: the conditions' lastTransitionTime and lastSyncTime may differ. A pass that
+// read an older copy than cmsync's own last status write computes those times from
+// that copy (a transition anew, an older last sync), while the server has the write's.
+func SameSyncOutcome(a, b v1alpha1.ConfigMapSyncStatus) bool {
+	return equality.Semantic.DeepEqual(withoutTimes(a), withoutTimes(b))
+}
+
+func withoutTimes(status v1alpha1.ConfigMapSyncStatus) v1alpha1.ConfigMapSyncStatus {
+	out := *status.DeepCopy()
+	out.LastSyncTime = nil
+	for i := range out.Conditions {
+		out.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	return out
 }
 
 // SetSyncProblem writes a status for a ConfigMapSync that cmsync cannot act on (reason

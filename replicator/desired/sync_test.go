@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,5 +110,39 @@ func TestSetSyncStatus(t *testing.T) {
 	ready = meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady)
 	if ready.Reason != v1alpha1.ReasonSourceNotFound || status.Synced != "1/2" || status.FailedNamespaces != nil {
 		t.Errorf("problem status %+v", status)
+	}
+}
+
+// Two statuses that differ only in when (a condition's lastTransitionTime, lastSyncTime)
+// say the same outcome; any other field tells them apart.
+func TestSameSyncOutcome(t *testing.T) {
+	at := func(s int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 27, 10, 0, s, 0, time.UTC)) }
+	status := func(synced string, transition, lastSync metav1.Time) v1alpha1.ConfigMapSyncStatus {
+		return v1alpha1.ConfigMapSyncStatus{
+			ObservedGeneration: 2, Source: "platform/ca", TargetNamespaces: 3, SyncedNamespaces: 3, Synced: synced,
+			LastSyncTime: &lastSync,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced,
+				Message: "in sync", ObservedGeneration: 2, LastTransitionTime: transition}},
+		}
+	}
+	written := status("3/3", at(1), at(1))
+	if !SameSyncOutcome(written, status("3/3", at(5), at(0))) {
+		t.Error("statuses that differ only in their times differ")
+	}
+	noLastSync := status("3/3", at(5), at(0))
+	noLastSync.LastSyncTime = nil
+	if !SameSyncOutcome(written, noLastSync) {
+		t.Error("a status without lastSyncTime differs from one with it")
+	}
+	if SameSyncOutcome(written, status("2/3", at(1), at(1))) {
+		t.Error("statuses of other counts are the same")
+	}
+	degraded := status("3/3", at(1), at(1))
+	degraded.Conditions[0].Status, degraded.Conditions[0].Reason = metav1.ConditionFalse, v1alpha1.ReasonDegraded
+	if SameSyncOutcome(written, degraded) {
+		t.Error("statuses of other conditions are the same")
+	}
+	if written.LastSyncTime == nil || written.Conditions[0].LastTransitionTime.IsZero() {
+		t.Error("the comparison changed what it compared")
 	}
 }

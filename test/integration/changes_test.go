@@ -396,6 +396,28 @@ func TestLastSyncTimeOfARepairWhoseStatusWriteMetANewerSource(t *testing.T) {
 	})
 }
 
+// The same for a ConfigMapSync: a pass that reads the copy cmsync's own status write
+// replaced, and finds the same outcome (its times aside), writes nothing.
+func TestConfigMapSyncStatusIsNotWrittenAgainFromTheCopyItReplaced(t *testing.T) {
+	running := startControllerBehind(t, 500*time.Millisecond)
+	srcNS := newNamespace(t, "src", nil)
+	group, targets := newGroup(t, "stale", 3)
+	plainConfigMap(t, srcNS, "app", map[string]string{"v": "1"})
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "app",
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": group}}})
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "3/3")
+	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: targets[0]}}, func(ns *corev1.Namespace) {
+		ns.Labels["touched"] = "yes"
+	})
+	statusPath := "/apis/" + v1alpha1.GroupVersion.String() + "/configmapsyncs/" + sync.Name + "/status"
+	consistently(t, 3*time.Second, "one status write, and one Synced Event", func() error {
+		if got := running.WritesTo(http.MethodPatch, statusPath); got != 1 {
+			return errorf("%d status writes onto the ConfigMapSync (refused ones included), want 1; last writes:\n%s", got, running.LastWrites())
+		}
+		return eventsOnceEach(t, sync, v1alpha1.ReasonSynced, 1)()
+	})
+}
+
 // The same for a ConfigMapSync: a repair within the cache's lag moves
 // status.lastSyncTime, though its status write met a newer ConfigMapSync.
 func TestLastSyncTimeOfAConfigMapSyncRepairWhoseStatusWriteMetANewerObject(t *testing.T) {
