@@ -176,6 +176,8 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Su
 	status := pass.SourceStatus()
 	current := src.GetAnnotations()
 	key := client.ObjectKeyFromObject(src)
+	// A pass that changed nothing still gives an earlier pass's change whose status
+	// write did not land as the last sync.
 	changedAt, changed := r.unwritten.lastChange(key, pass.Changed(), time.Now())
 	patch := desired.StatusPatch(src, status, changed, changedAt)
 	if !changed && r.ownStatus.alreadySays(key, src.GetResourceVersion(), status) {
