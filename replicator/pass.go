@@ -126,7 +126,7 @@ func (d *door[T]) finish(ctx context.Context, owner desired.Owner, pass desired.
 // is run again on the newer copy (afterStatusWrite), which announces the status if it
 // is still news. Announcing it before the write repeated the Event of the write the
 // copy had missed. (One that wants the status that write said writes nothing:
-// ownStatusWrites.)
+// ownStatus.)
 func writeThenAnnounce(write func() error, announce func(), news, force bool) error {
 	err := write()
 	if force || news && err == nil {

@@ -99,7 +99,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("creating a clientset: %w", err)
 	}
 	syncs := &syncReconciler{client: mgr.GetClient(), sources: newSourceWatcher(ctx, clientset),
-		ownStatus: newOwnStatusWrites(desired.SameSyncOutcome), unwritten: newUnwrittenChanges(), door: configMaps}
+		ownStatus: newOwnStatus(desired.SameSyncOutcome), door: configMaps}
 	if err := syncs.SetupWithManager(mgr, configMapReplicas, o.Controller); err != nil {
 		return fmt.Errorf("setting up the ConfigMapSync controller: %w", err)
 	}
@@ -142,8 +142,7 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 		return door[T]{}, nil, fmt.Errorf("adding the %s former-source sweep: %w", kind.Name(), err)
 	}
 	sources := &sourceReconciler[T]{kind: kind, name: name, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
-		ownStatus: newOwnStatusWrites(func(a, b desired.SourceStatus) bool { return a == b }), unwritten: newUnwrittenChanges(),
-		door: shared}
+		ownStatus: newOwnStatus(func(a, b desired.SourceStatus) bool { return a == b }), door: shared}
 	if err := sources.SetupWithManager(mgr, replicas, former.Events(), o.Controller); err != nil {
 		return door[T]{}, nil, fmt.Errorf("setting up the %s source controller: %w", kind.Name(), err)
 	}

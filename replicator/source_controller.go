@@ -41,11 +41,9 @@ type sourceReconciler[T desired.Object] struct {
 	client client.Client
 	// apiReader reads the API server directly, for objects outside the caches.
 	apiReader client.Reader
-	// ownStatus is cmsync's last status write of each source, to tell a cached copy
-	// that trails it.
-	ownStatus *ownStatusWrites[desired.SourceStatus]
-	// unwritten keeps the time of a change of replicas until a status write gives it.
-	unwritten *unwrittenChanges
+	// ownStatus is what cmsync knows of its own status writes of each source that the
+	// cache may not show yet.
+	ownStatus *ownStatus[desired.SourceStatus]
 	door[T]
 }
 
@@ -128,7 +126,6 @@ func (r *sourceReconciler[T]) planFor(src T, owner desired.Owner) (Plan[T], erro
 func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) error {
 	r.metrics.ForgetSource(owner)
 	r.ownStatus.forget(owner.Source)
-	r.unwritten.forget(owner.Source)
 	deleted, err := r.engine.deleteAll(ctx, owner)
 	if deleted > 0 {
 		log.FromContext(ctx).Info("deleted the replicas of a retired source", "deleted", deleted)
@@ -178,7 +175,7 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Su
 	key := client.ObjectKeyFromObject(src)
 	// A pass that changed nothing still gives an earlier pass's change whose status
 	// write did not land as the last sync.
-	changedAt, changed := r.unwritten.lastChange(key, pass.Changed(), time.Now())
+	changedAt, changed := r.ownStatus.lastChange(key, pass.Changed(), time.Now())
 	patch := desired.StatusPatch(src, status, changed, changedAt)
 	if !changed && r.ownStatus.alreadySays(key, src.GetResourceVersion(), status) {
 		return nil // the cache trails cmsync's own write, which said it (and announced it)
@@ -189,14 +186,13 @@ func (r *sourceReconciler[T]) report(ctx context.Context, src T, pass desired.Su
 			// The annotations already say it. A pass that wrote replicas can get here
 			// too: last-sync-time counts whole seconds, and the change may come within
 			// the second of the status before it. Its Event is still due.
-			r.unwritten.record(key, changed, changedAt, nil)
 			return nil
 		}
-		err := r.writeStatus(ctx, src, status, patch)
-		r.unwritten.record(key, changed, changedAt, err)
-		return err
+		return r.writeStatus(ctx, src, status, patch)
 	}
-	return writeThenAnnounce(write, func() { r.recordPassEvent(ctx, src, pass) }, news, pass.Changed())
+	err := writeThenAnnounce(write, func() { r.recordPassEvent(ctx, src, pass) }, news, pass.Changed())
+	r.ownStatus.settle(key, changed, changedAt, err)
+	return err
 }
 
 // recordPassEvent records what a pass found: Synced when all targets are in sync,

@@ -35,11 +35,9 @@ type syncReconciler struct {
 	client client.Client
 	// sources watches the ConfigMaps that ConfigMapSyncs name.
 	sources *sourceWatcher
-	// ownStatus is cmsync's last status write of each ConfigMapSync, to tell a cached
-	// copy that trails it.
-	ownStatus *ownStatusWrites[v1alpha1.ConfigMapSyncStatus]
-	// unwritten keeps the time of a change of replicas until a status write gives it.
-	unwritten *unwrittenChanges
+	// ownStatus is what cmsync knows of its own status writes of each ConfigMapSync
+	// that the cache may not show yet.
+	ownStatus *ownStatus[v1alpha1.ConfigMapSyncStatus]
 	door[*corev1.ConfigMap]
 }
 
@@ -80,13 +78,13 @@ func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	changedAt, changed := r.unwritten.lastChange(req.NamespacedName, pass.Changed(), time.Now())
+	changedAt, changed := r.ownStatus.lastChange(req.NamespacedName, pass.Changed(), time.Now())
 	desired.SetSyncStatus(&sync.Status, sync.Generation, owner.Source.String(), pass, metav1.NewTime(changedAt))
 	if changed && !pass.Changed() {
 		sync.Status.LastSyncTime = &metav1.Time{Time: changedAt} // an earlier pass's change, not yet written
 	}
 	err = r.writeStatus(ctx, sync, before, eventReasonOf(pass), changed)
-	r.unwritten.record(req.NamespacedName, changed, changedAt, err)
+	r.ownStatus.settle(req.NamespacedName, changed, changedAt, err)
 	return r.finish(ctx, owner, pass, err)
 }
 
@@ -188,7 +186,6 @@ func (r *syncReconciler) finalize(ctx context.Context, sync *v1alpha1.ConfigMapS
 	owner := desired.SyncOwner(sync)
 	r.metrics.ForgetSource(owner)
 	r.ownStatus.forget(client.ObjectKeyFromObject(sync))
-	r.unwritten.forget(client.ObjectKeyFromObject(sync))
 	if !controllerutil.ContainsFinalizer(sync, v1alpha1.CleanupFinalizer) {
 		return nil
 	}
@@ -217,7 +214,7 @@ func (r *syncReconciler) ensureFinalizer(ctx context.Context, sync *v1alpha1.Con
 // writeStatus patches the status when it changed, then records an Event and a log line
 // when the Ready condition says something new (writeThenAnnounce). A pass that changed
 // no replica (changed) and read the very copy cmsync's own last status write replaced
-// writes nothing when that write said the same (ownStatusWrites).
+// writes nothing when that write said the same (ownStatus).
 func (r *syncReconciler) writeStatus(
 	ctx context.Context, sync *v1alpha1.ConfigMapSync, before *v1alpha1.ConfigMapSyncStatus, eventReason string, changed bool,
 ) error {
