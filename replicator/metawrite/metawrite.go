@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,19 +52,24 @@ func init() {
 	utilruntime.Must(metav1.AddMetaToScheme(scheme))
 }
 
-// parameterCodec encodes the write's options (fieldManager, dryRun) as query
-// parameters, in the version every group's options share (metav1.AddToGroupVersion).
-var (
-	parameterCodec   = runtime.NewParameterCodec(scheme)
-	parameterVersion = schema.GroupVersion{Version: "v1"}
-)
-
 // Client writes objects of built-in kinds and returns the metadata the API server
 // answers with. It is safe for concurrent use.
 type Client struct {
 	rest         *rest.RESTClient
 	mapper       meta.RESTMapper
 	metadataFrom int
+	// resources keeps each kind's resource once the mapper has named it
+	// (schema.GroupVersionKind to resource): asking the mapper on every write was a
+	// tenth of the CPU of cmsync's writers in a fan-out (make bench-sweep, perf), and
+	// the kinds written here are built in, so their resources never change.
+	resources sync.Map
+}
+
+// resource is where a kind's objects are: the resource's plural name, and whether it
+// is namespaced.
+type resource struct {
+	plural     string
+	namespaced bool
 }
 
 // New returns a Client that sends its requests as cfg says (server, credentials,
@@ -88,18 +94,46 @@ func New(cfg *rest.Config, httpClient *http.Client, mapper meta.RESTMapper, meta
 // Create creates obj and returns its metadata as the API server stored it. obj is
 // left as it was sent.
 func (c *Client) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) (*metav1.PartialObjectMetadata, error) {
-	return c.write(ctx, http.MethodPost, obj, false, (&client.CreateOptions{}).ApplyOptions(opts).AsCreateOptions())
+	o := (&client.CreateOptions{}).ApplyOptions(opts).AsCreateOptions()
+	return c.write(ctx, http.MethodPost, obj, false, options{o.DryRun, o.FieldManager, o.FieldValidation})
 }
 
 // Update replaces obj (conditional on its resourceVersion, when set) and returns its
 // metadata as the API server stored it. obj is left as it was sent.
 func (c *Client) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) (*metav1.PartialObjectMetadata, error) {
-	return c.write(ctx, http.MethodPut, obj, true, (&client.UpdateOptions{}).ApplyOptions(opts).AsUpdateOptions())
+	o := (&client.UpdateOptions{}).ApplyOptions(opts).AsUpdateOptions()
+	return c.write(ctx, http.MethodPut, obj, true, options{o.DryRun, o.FieldManager, o.FieldValidation})
+}
+
+// options are the fields metav1.CreateOptions and metav1.UpdateOptions share, all a
+// write of theirs can carry.
+type options struct {
+	dryRun          []string
+	fieldManager    string
+	fieldValidation string
+}
+
+// setOn sets the options on a request as query parameters, named and omitted when
+// empty as the API's parameter codec does. Written out here because the codec converts
+// the options' struct by reflection on every write, a twentieth of the CPU of cmsync's
+// writers in a fan-out (make bench-sweep, perf); TestOptionsAreTheCodecsParameters
+// holds the two to the same query.
+func (o options) setOn(r *rest.Request) *rest.Request {
+	for _, d := range o.dryRun {
+		r.Param("dryRun", d)
+	}
+	if o.fieldManager != "" {
+		r.Param("fieldManager", o.fieldManager)
+	}
+	if o.fieldValidation != "" {
+		r.Param("fieldValidation", o.fieldValidation)
+	}
+	return r
 }
 
 // write sends obj whole with verb to its collection, or to itself when named, and
 // returns the metadata of the object the API server answers with.
-func (c *Client) write(ctx context.Context, verb string, obj client.Object, named bool, options runtime.Object) (*metav1.PartialObjectMetadata, error) {
+func (c *Client) write(ctx context.Context, verb string, obj client.Object, named bool, opts options) (*metav1.PartialObjectMetadata, error) {
 	gvk, err := apiutil.GVKForObject(obj, scheme)
 	if err != nil {
 		return nil, err
@@ -108,9 +142,7 @@ func (c *Client) write(ctx context.Context, verb string, obj client.Object, name
 	if err != nil {
 		return nil, err
 	}
-	request := c.rest.Verb(verb).AbsPath(segments...).
-		SpecificallyVersionedParams(options, parameterCodec, parameterVersion).
-		Body(obj)
+	request := opts.setOn(c.rest.Verb(verb).AbsPath(segments...)).Body(obj)
 	if c.answersWithMetadata(obj) {
 		written := &metav1.PartialObjectMetadata{}
 		if err := request.SetHeader("Accept", metadataOnly).Do(ctx).Into(written); err != nil {
@@ -142,7 +174,7 @@ func (c *Client) answersWithMetadata(obj client.Object) bool {
 // pathOf is the API path of the collection of obj, of kind gvk, or of obj itself when
 // named.
 func (c *Client) pathOf(gvk schema.GroupVersionKind, obj client.Object, named bool) ([]string, error) {
-	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	res, err := c.resourceOf(gvk)
 	if err != nil {
 		return nil, err
 	}
@@ -150,12 +182,26 @@ func (c *Client) pathOf(gvk schema.GroupVersionKind, obj client.Object, named bo
 	if gvk.Group == "" {
 		segments = []string{"/api", gvk.Version}
 	}
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+	if res.namespaced {
 		segments = append(segments, "namespaces", obj.GetNamespace())
 	}
-	segments = append(segments, mapping.Resource.Resource)
+	segments = append(segments, res.plural)
 	if named {
 		segments = append(segments, obj.GetName())
 	}
 	return segments, nil
+}
+
+// resourceOf is the resource of kind gvk, from the mapper the first time.
+func (c *Client) resourceOf(gvk schema.GroupVersionKind) (resource, error) {
+	if known, ok := c.resources.Load(gvk); ok {
+		return known.(resource), nil
+	}
+	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return resource{}, err
+	}
+	res := resource{plural: mapping.Resource.Resource, namespaced: mapping.Scope.Name() == meta.RESTScopeNameNamespace}
+	c.resources.Store(gvk, res)
+	return res, nil
 }
