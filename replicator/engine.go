@@ -59,14 +59,16 @@ type ReplicaReader interface {
 
 // ReplicaWriter creates and replaces whole replicas, and returns only their metadata
 // (metawrite.Client, which asks the API server for metadata-only answers for large
-// replicas): nothing downstream of a write holds a replica's content.
+// replicas): nothing downstream of a write holds a replica's content. It deletes them
+// without decoding more of the answer than client-go must.
 type ReplicaWriter interface {
 	Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) (*metav1.PartialObjectMetadata, error)
 	Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) (*metav1.PartialObjectMetadata, error)
+	Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error
 }
 
-// NewEngine returns the engine of kind: it creates and replaces replicas with writer,
-// patches and deletes them with c, reads replicas from replicas, reads objects outside
+// NewEngine returns the engine of kind: it creates, replaces and deletes replicas with
+// writer, patches them with c, reads replicas from replicas, reads objects outside
 // the caches with apiReader, and makes at most workers writes of one pass in parallel.
 func NewEngine[T desired.Object](
 	kind desired.Kind[T], writer ReplicaWriter, c client.Client, replicas ReplicaReader, apiReader client.Reader, workers int,
@@ -106,7 +108,7 @@ func (e *Engine[T]) deleteReplicas(ctx context.Context, owner desired.Owner, doo
 		// replica cache before the delete's answer reaches cmsync, and is known for
 		// this delete's echo only if the record is already there.
 		undo := e.replicas.Deleting(owner.Key(), obj)
-		err := e.client.Delete(ctx, e.objectAt(obj), client.Preconditions{UID: ptr.To(obj.GetUID())})
+		err := e.writer.Delete(ctx, e.objectAt(obj), client.Preconditions{UID: ptr.To(obj.GetUID())})
 		switch {
 		case err == nil:
 			deleted.Add(1)
@@ -265,7 +267,7 @@ func (e *Engine[T]) update(ctx context.Context, owner desired.Owner, want desire
 // recreate replaces a replica whose content cannot change in place (an immutable one,
 // or one of another type): delete it and create it anew.
 func (e *Engine[T]) recreate(ctx context.Context, owner desired.Owner, replica T, actual *metav1.PartialObjectMetadata) (desired.Outcome, error) {
-	err := e.client.Delete(ctx, e.objectAt(actual), client.Preconditions{UID: ptr.To(actual.GetUID()), ResourceVersion: ptr.To(actual.GetResourceVersion())})
+	err := e.writer.Delete(ctx, e.objectAt(actual), client.Preconditions{UID: ptr.To(actual.GetUID()), ResourceVersion: ptr.To(actual.GetResourceVersion())})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return desired.Failed, fmt.Errorf("deleting the replica to replace it: %w", err)
 	}
@@ -280,7 +282,8 @@ func (e *Engine[T]) recreate(ctx context.Context, owner desired.Owner, replica T
 
 // objectAt is the metadata of the kind where obj is: what a delete or patch of obj
 // sends, whatever form obj was read in. Given metadata, controller-runtime's client
-// asks the API server for metadata back (its metadata client), not the whole object.
+// patches through its metadata client and asks the API server for metadata back, not
+// the whole object.
 func (e *Engine[T]) objectAt(obj metav1.Object) *metav1.PartialObjectMetadata {
 	at := desired.NewMetadata(e.kind)
 	at.SetNamespace(obj.GetNamespace())

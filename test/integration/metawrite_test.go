@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -174,5 +175,58 @@ func TestMetaWriteAnswersSmallObjectsWhole(t *testing.T) {
 					tc.name, a.method, a.bytes, a.contentType, tc.payload, tc.wantWhole)
 			}
 		}
+	}
+}
+
+// A delete removes the object its metadata names, only when the preconditions hold,
+// and its answer comes in protobuf; a missing object is NotFound.
+func TestMetaWriteDeletes(t *testing.T) {
+	ctx := context.Background()
+	writer, answers := newMetaWriter(t, 64<<10)
+	ns := newNamespace(t, "metawrite-delete", nil)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"},
+		Data:       map[string]string{"payload": strings.Repeat("x", 1<<10)},
+	}
+	created, err := writer.Create(ctx, cm, client.FieldOwner("metawrite-test"))
+	must(t, err)
+	// As the engine sends a delete: the kind's metadata, named.
+	at := &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "doomed"},
+	}
+	otherUID := types.UID("00000000-0000-0000-0000-000000000000")
+	for name, refused := range map[string]client.Preconditions{
+		"another UID":                        {UID: &otherUID},
+		"its UID and an old resourceVersion": {UID: &created.UID, ResourceVersion: ptr("1")},
+	} {
+		if err := writer.Delete(ctx, at, refused); !apierrors.IsConflict(err) {
+			t.Errorf("delete on %s: %v, want a conflict", name, err)
+		}
+	}
+	if _, err := getConfigMap(ns, "doomed"); err != nil {
+		t.Fatalf("after refused deletes: %v", err)
+	}
+
+	before := len(answers())
+	must(t, writer.Delete(ctx, at, client.Preconditions{UID: &created.UID, ResourceVersion: &created.ResourceVersion}))
+	if _, err := getConfigMap(ns, "doomed"); !apierrors.IsNotFound(err) {
+		t.Errorf("after the delete: %v, want NotFound", err)
+	}
+	got := answers()[before:]
+	if len(got) != 1 || got[0].method != http.MethodDelete || got[0].contentType != "application/vnd.kubernetes.protobuf" {
+		t.Errorf("answers to the delete: %+v, want one in protobuf", got)
+	}
+	if err := writer.Delete(ctx, at); !apierrors.IsNotFound(err) {
+		t.Errorf("deleting it again: %v, want NotFound", err)
+	}
+
+	// Another kind, through the same client: the path comes from the kind.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"}}
+	_, err = writer.Create(ctx, secret)
+	must(t, err)
+	must(t, writer.Delete(ctx, secret))
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(secret), &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Secret after its delete: %v, want NotFound", err)
 	}
 }
