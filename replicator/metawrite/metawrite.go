@@ -54,7 +54,7 @@ func init() {
 }
 
 // Client writes objects of built-in kinds and returns the metadata the API server
-// answers with. It is safe for concurrent use.
+// answers with, and deletes them. It is safe for concurrent use.
 type Client struct {
 	rest         *rest.RESTClient
 	mapper       meta.RESTMapper
