@@ -78,11 +78,10 @@ func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// A pass that changed nothing still gives an earlier pass's change whose status
+	// write did not land as the last sync.
 	changedAt, changed := r.ownStatus.lastChange(req.NamespacedName, pass.Changed(), time.Now())
-	desired.SetSyncStatus(&sync.Status, sync.Generation, owner.Source.String(), pass, metav1.NewTime(changedAt))
-	if changed && !pass.Changed() {
-		sync.Status.LastSyncTime = &metav1.Time{Time: changedAt} // an earlier pass's change, not yet written
-	}
+	desired.SetSyncStatus(&sync.Status, sync.Generation, owner.Source.String(), pass, changed, metav1.NewTime(changedAt))
 	err = r.writeStatus(ctx, sync, before, eventReasonOf(pass), changed)
 	r.ownStatus.settle(req.NamespacedName, changed, changedAt, err)
 	return r.finish(ctx, owner, pass, err)

@@ -250,11 +250,13 @@ func plural(n int, one, many string) string {
 // the condition message still cover every namespace.
 const maxFailedNamespaces = 20
 
-// SetSyncStatus writes the summary of a pass into a ConfigMapSync's status. Only a
-// pass that wrote or deleted a replica moves lastSyncTime. Conditions keep their
+// SetSyncStatus writes the summary of a pass into a ConfigMapSync's status. changed
+// marks a change of replicas to report, at now: this pass's, or an earlier pass's whose
+// status write did not land; only then does lastSyncTime move (as StatusPatch moves a
+// source's last-sync-time). Conditions keep their
 // lastTransitionTime while their status does not change, so an unchanged outcome
 // leaves the status deep-equal to what it was.
-func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, source string, s Summary, now metav1.Time) {
+func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, source string, s Summary, changed bool, now metav1.Time) {
 	status.ObservedGeneration = generation
 	status.Source = source
 	status.TargetNamespaces = int32(s.Targets)
@@ -271,7 +273,7 @@ func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, sourc
 			v1alpha1.FailedNamespace{Namespace: r.Namespace, Reason: reason, Message: truncate(oneLine(r.Err.Error()))},
 		)
 	}
-	if s.Changed() {
+	if changed {
 		status.LastSyncTime = &now
 	}
 	ready := metav1.Condition{

@@ -75,7 +75,8 @@ func TestSetSyncStatus(t *testing.T) {
 		{Namespace: "b", Outcome: Conflict, Err: errors.New("a ConfigMap not managed by cmsync exists")},
 		{Namespace: "c", Outcome: Failed, Err: errors.New("quota")},
 	}
-	SetSyncStatus(&status, 3, "platform/ca", Summarize(results, 1, nil, ""), now)
+	first := Summarize(results, 1, nil, "")
+	SetSyncStatus(&status, 3, "platform/ca", first, first.Changed(), now)
 	ready := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady)
 	if status.ObservedGeneration != 3 || status.TargetNamespaces != 3 || status.SyncedNamespaces != 1 || status.Synced != "1/3" ||
 		status.Source != "platform/ca" || status.LastSyncTime == nil || ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.ReasonDegraded {
@@ -92,7 +93,8 @@ func TestSetSyncStatus(t *testing.T) {
 	// An unchanged outcome leaves the status deep-equal, so it is not rewritten.
 	before := status.DeepCopy()
 	results[0].Outcome = InSync // the next pass finds the replica it wrote
-	SetSyncStatus(&status, 3, "platform/ca", Summarize(results, 0, nil, ""), metav1.Now())
+	again := Summarize(results, 0, nil, "")
+	SetSyncStatus(&status, 3, "platform/ca", again, again.Changed(), metav1.Now())
 	if !reflect.DeepEqual(*before, status) {
 		t.Errorf("status changed without a change:\n%+v\n%+v", *before, status)
 	}
@@ -101,7 +103,8 @@ func TestSetSyncStatus(t *testing.T) {
 	for range 50 {
 		many = append(many, Result{Namespace: "x", Outcome: Failed, Err: errors.New("e")})
 	}
-	SetSyncStatus(&status, 4, "platform/ca", Summarize(many, 0, nil, ""), now)
+	failing := Summarize(many, 0, nil, "")
+	SetSyncStatus(&status, 4, "platform/ca", failing, failing.Changed(), now)
 	if len(status.FailedNamespaces) != maxFailedNamespaces || status.TargetNamespaces != 50 {
 		t.Errorf("failedNamespaces not capped: %d", len(status.FailedNamespaces))
 	}

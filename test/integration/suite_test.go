@@ -85,9 +85,8 @@ type controllerUnderTest struct {
 	objectReads []string
 	mu          sync.Mutex
 	paths       []string // the last write requests, to explain a failure
-	// written counts every write request, by method and namespace ("DELETE ns"), and
-	// writtenTo by method and path ("PATCH /apis/…/status").
-	written, writtenTo map[string]int
+	// written counts every write request, by method and path ("PATCH /apis/…/status").
+	written map[string]int
 	// trickle, once set, makes its replica watch hand over what the API server sends
 	// a few bytes at a time: the events of a pass's writes reach the replica cache one
 	// by one, over a second or more, as from a busy API server's.
@@ -222,7 +221,7 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 // watches of replicas and namespaces are not delayed.
 func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOption) *controllerUnderTest {
 	t.Helper()
-	c := &controllerUnderTest{done: make(chan struct{}), Metrics: prometheus.NewRegistry(), written: map[string]int{}, writtenTo: map[string]int{}}
+	c := &controllerUnderTest{done: make(chan struct{}), Metrics: prometheus.NewRegistry(), written: map[string]int{}}
 	cfg := rest.CopyConfig(restConfig)
 	cfg.QPS, cfg.Burst = 500, 1000
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
@@ -239,8 +238,7 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 				c.writes.Add(1)
 				c.mu.Lock()
 				c.paths = append(c.paths[max(0, len(c.paths)-20):], req.Method+" "+req.URL.Path)
-				c.written[req.Method+" "+namespaceOf(req.URL.Path)]++
-				c.writtenTo[req.Method+" "+req.URL.Path]++
+				c.written[req.Method+" "+req.URL.Path]++
 				c.mu.Unlock()
 			}
 			if refused := c.refused.Load(); refused != nil && (*refused)(req) {
@@ -366,7 +364,11 @@ func (c *controllerUnderTest) WritesIn(method string, namespaces ...string) int 
 	defer c.mu.Unlock()
 	n := 0
 	for _, ns := range namespaces {
-		n += c.written[method+" "+ns]
+		for request, count := range c.written {
+			if m, path, _ := strings.Cut(request, " "); m == method && namespaceOf(path) == ns {
+				n += count
+			}
+		}
 	}
 	return n
 }
@@ -375,7 +377,7 @@ func (c *controllerUnderTest) WritesIn(method string, namespaces ...string) int 
 func (c *controllerUnderTest) WritesTo(method, path string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.writtenTo[method+" "+path]
+	return c.written[method+" "+path]
 }
 
 // namespaceOf is the namespace a request's path names, or "".
