@@ -1,0 +1,186 @@
+// Command passcost measures what the requests a cmsync pass makes besides its replica
+// writes cost the API server and etcd, against a replica write: the user's own write
+// of the source, which starts the pass, the status annotations' merge patch and the
+// Event. Each kind is sent 1,000 times by 16 workers, in turns over six rounds on one
+// envtest control plane, and the API server's and etcd's CPU seconds (less their
+// quiet use) are summed per kind. It tells how much of a small fan-out's gap to a
+// plain client (make bench-sweep, N = 100) is the pass's own requests.
+//
+//	KUBEBUILDER_ASSETS="$(hack/control-plane-binaries.sh)" go run ./hack/passcost
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
+)
+
+// cpu is a process's CPU seconds, from its CPU-time clock.
+func cpu(pid int) float64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(int32(^pid<<3|2), &ts); err != nil {
+		return 0
+	}
+	return float64(ts.Nano()) / 1e9
+}
+
+// serverCPU is the CPU seconds of this process's kube-apiserver and etcd.
+func serverCPU() float64 {
+	total := 0.0
+	procs, _ := procfs.AllProcs()
+	for _, p := range procs {
+		if st, err := p.Stat(); err == nil && st.PPID == os.Getpid() && (st.Comm == "kube-apiserver" || st.Comm == "etcd") {
+			total += cpu(p.PID)
+		}
+	}
+	return total
+}
+
+// parallel calls fn for 0 to n-1 from 16 workers, as LIMIT and a cmsync pass write.
+func parallel(n int, fn func(i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := fn(i); err != nil {
+					panic(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+func main() {
+	const n = 1000
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	must(err)
+	defer func() { _ = env.Stop() }()
+	cfg.QPS, cfg.Burst = -1, -1
+	pcfg := *cfg
+	pcfg.ContentType = "application/vnd.kubernetes.protobuf"
+	cs := kubernetes.NewForConfigOrDie(&pcfg)
+	md := metadata.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "m"}}, metav1.CreateOptions{})
+	must(err)
+	payload := strings.Repeat("x", 1024)
+	var targets []string
+	for i := 0; i < 100; i++ {
+		targets = append(targets, fmt.Sprintf("team-%03d", i))
+	}
+	sourceAnn := map[string]string{v1alpha1.TargetNamespacesAnnotation: strings.Join(targets, ",")}
+	replica := func(i int, v string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%04d", i), Namespace: "m",
+			Labels:      map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.ContentHashLabel: v},
+			Annotations: map[string]string{v1alpha1.SourceAnnotation: "src/x"}}, Data: map[string]string{"v": payload + v}}
+	}
+	source := func(i int, v string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("s-%04d", i), Namespace: "m",
+				Labels: map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}, Annotations: sourceAnn,
+			},
+			Data: map[string]string{"v": payload + v},
+		}
+	}
+	// sources holds each source's metadata as its last write left it: the status patch
+	// is conditional on it, as cmsync's is (desired.StatusPatch). Each index is written
+	// by one worker at a time.
+	sources := make([]metav1.Object, n)
+	parallel(n, func(i int) error {
+		_, err := cs.CoreV1().ConfigMaps("m").Create(ctx, replica(i, "0"), metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
+		if err != nil {
+			return err
+		}
+		created, err := cs.CoreV1().ConfigMaps("m").Create(ctx, source(i, "0"), metav1.CreateOptions{})
+		sources[i] = created
+		return err
+	})
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	kinds := []struct {
+		name string
+		fn   func(round, i int) error
+	}{
+		{"replica PUT", func(round, i int) error {
+			_, err := cs.CoreV1().ConfigMaps("m").Update(ctx, replica(i, fmt.Sprint(round)), metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
+			return err
+		}},
+		{"source PUT (the user's write)", func(round, i int) error {
+			updated, err := cs.CoreV1().ConfigMaps("m").Update(ctx, source(i, fmt.Sprint(round)), metav1.UpdateOptions{})
+			if err == nil {
+				sources[i] = updated
+			}
+			return err
+		}},
+		{"status merge PATCH (metadata)", func(round, i int) error {
+			status := desired.SourceStatus{State: v1alpha1.StatusSynced, Synced: "100/100", Message: fmt.Sprintf("all 100 targets in sync (round %d)", round)}
+			patch := desired.StatusPatch(sources[i], status, true, time.Now().Add(time.Duration(round)*time.Second))
+			patched, err := md.Resource(gvr).Namespace("m").
+				Patch(ctx, sources[i].GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
+			if err == nil {
+				sources[i] = patched
+			}
+			return err
+		}},
+		{"Event POST (events.k8s.io/v1)", func(round, i int) error {
+			now := metav1.NowMicro()
+			_, err := cs.EventsV1().Events("m").Create(ctx, &eventsv1.Event{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d.%d", i, round), Namespace: "m"},
+				EventTime:  now, ReportingController: "cmsync.io/cmsync", ReportingInstance: "cmsync-x",
+				Action: "Sync", Reason: "Synced", Type: "Normal", Note: "updated 100 replicas (100/100)",
+				Regarding: corev1.ObjectReference{Kind: "ConfigMap", Namespace: "m", Name: fmt.Sprintf("s-%04d", i), APIVersion: "v1"},
+			}, metav1.CreateOptions{})
+			return err
+		}},
+	}
+	sums := make([]float64, len(kinds))
+	rounds := 6
+	for round := 1; round <= rounds; round++ {
+		for k := range kinds {
+			kk := (k + round) % len(kinds)
+			time.Sleep(500 * time.Millisecond)
+			q0 := serverCPU()
+			time.Sleep(1000 * time.Millisecond)
+			before := serverCPU()
+			quietRate := before - q0
+			start := time.Now()
+			parallel(n, func(i int) error { return kinds[kk].fn(round, i) })
+			time.Sleep(1000 * time.Millisecond)
+			used := serverCPU() - before - quietRate*time.Since(start).Seconds()
+			sums[kk] += used
+			fmt.Printf("round %d %-32s %.3f s\n", round, kinds[kk].name, used)
+		}
+	}
+	for k := range kinds {
+		fmt.Printf("MEAN %-32s %.3f s per 1,000 (%.2fx the replica PUT)\n", kinds[k].name, sums[k]/float64(rounds), sums[k]/sums[0])
+	}
+}
