@@ -51,6 +51,7 @@ type config struct {
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
 	sweep, restartsOnly, apf, writeStyles, sweepCmsyncFirst       bool
 	sweepLimitWatched                                             bool
+	serverGCBeforePhase                                           bool
 	sweepN, sweepS, sweepSizes                                    string
 	sweepBaseN, sweepRounds, sweepShortRounds, sweepRestarts      int
 	restartVariants                                               string
@@ -138,6 +139,10 @@ type Split struct {
 	// of an answer other than 2xx: "DELETE configmaps 404"), from everyone (the
 	// bench's reads of /metrics included).
 	Requests map[string]int `json:"requests"`
+	// ServerAllocatedMiB is what the API server allocated over the same span as
+	// Requests (go_memstats_alloc_bytes_total): the work its garbage collector is
+	// given, which a phase pays for only when a collection falls in its window.
+	ServerAllocatedMiB float64 `json:"serverAllocatedMiB,omitempty"`
 }
 
 // Phases are the seconds of the create, update and delete phases.
@@ -215,6 +220,9 @@ func main() {
 	flag.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
 	flag.DurationVar(&c.aftermath, "aftermath", time.Second,
 		"how long after each timed phase its CPU with aftermath is read, and how long the quiet window before it is")
+	flag.BoolVar(&c.serverGCBeforePhase, "server-gc-before-phase", true,
+		"before each timed phase's quiet window, have the API server collect its garbage (its /debug/pprof/heap?gc=1), so that "+
+			"every phase starts its CPU windows at the same point of the API server's collection cycle (see timed)")
 	flag.StringVar(&c.binary, "cmsync", "bin/cmsync", "the cmsync binary")
 	flag.StringVar(&c.cmsyncArgs, "cmsync-args", "", "extra flags for cmsync, space-separated (the defaults are measured without)")
 	flag.StringVar(&c.cmsyncEnv, "cmsync-env", "", "extra environment for cmsync, space-separated NAME=value (e.g. GOGC=100)")
@@ -1009,13 +1017,14 @@ func (b *bench) breakdown(w windows, pick func(auditEvent) bool) Breakdown {
 	split := func(i int) Split {
 		s, p := spans[i], phases[i]
 		if s.writes == 0 {
-			return Split{CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests}
+			return Split{CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests, ServerAllocatedMiB: p.serverAllocatedMiB}
 		}
 		writing := s.last.Sub(s.first)
 		return Split{BeforeFirstWrite: s.first.Sub(p.start).Seconds(), Writing: writing.Seconds(),
 			AfterLastWrite: p.end.Sub(s.last).Seconds(), Writes: s.writes,
 			LatencyMillis: float64(s.busy.Milliseconds()) / float64(s.writes), InFlight: s.busy.Seconds() / max(writing.Seconds(), 1e-9),
-			ServerErrors: s.serverErrors, CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests}
+			ServerErrors: s.serverErrors, CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests,
+			ServerAllocatedMiB: p.serverAllocatedMiB}
 	}
 	return Breakdown{Create: split(0), Update: split(1), Delete: split(2)}
 }
@@ -1319,6 +1328,8 @@ type window struct {
 	cpu              map[string]float64
 	cpuWithAftermath map[string]float64
 	requests         map[string]int
+	// serverAllocatedMiB is what the API server allocated over the span of requests.
+	serverAllocatedMiB float64
 }
 
 func (w window) seconds() float64 { return w.end.Sub(w.start).Seconds() }
@@ -1340,10 +1351,24 @@ func (w windows) phases() Phases {
 // watchers) that LIMIT's leaves out. The default second covers that work for 1 KiB
 // objects; for 900 KiB ones the API server decodes etcd's watch events for seconds
 // after the last answer, and measureRound gives such phases a longer aftermath.
+//
+// With -server-gc-before-phase (the default) the API server first runs a full garbage
+// collection. One collection of its heap costs it about as much CPU as a hundred
+// writes, and each round starts a control plane of its own and runs the same sequence,
+// so whether a collection falls in a short phase's window was not chance but nearly
+// the same in every round, and differed between writers and between runs: the
+// 100-namespace cleanup came out 1.53x and 0.97x of LIMIT's in two runs of the same
+// binary (sweep-20261127-172957.json, -175329.json), the difference being in which
+// rounds a hundred milliseconds of the API server's CPU appeared. After a collection,
+// a phase's window holds one only when its own allocations bring the next, so each
+// writer's phases pay for collections as they cause them.
 func (b *bench) timed(fn func() error) window {
 	aftermath := b.aftermath
+	if b.c.serverGCBeforePhase {
+		b.collectServerGarbage()
+	}
 	// The reads of the API server's /metrics are outside both CPU windows.
-	requestsBefore := b.apiRequests()
+	requestsBefore, allocatedBefore := b.apiRequests()
 	quietFrom := processCPU()
 	time.Sleep(b.c.aftermath)
 	before := processCPU()
@@ -1352,7 +1377,9 @@ func (b *bench) timed(fn func() error) window {
 	w := window{start: start, end: time.Now(), cpu: processCPU()}
 	time.Sleep(aftermath)
 	after := processCPU()
-	w.requests = b.apiRequests()
+	var allocated float64
+	w.requests, allocated = b.apiRequests()
+	w.serverAllocatedMiB = (allocated - allocatedBefore) / (1 << 20)
 	w.cpuWithAftermath = map[string]float64{}
 	quietScale := aftermath.Seconds() / b.c.aftermath.Seconds()
 	for name, seconds := range w.cpu {
@@ -1368,13 +1395,26 @@ func (b *bench) timed(fn func() error) window {
 	return w
 }
 
+// collectServerGarbage has the API server run a full garbage collection: net/http/pprof
+// runs one before it writes a heap profile asked for with gc=1, and the API server
+// serves it to its administrators (--profiling, on by default). runtime.GC returns
+// when the collection has finished, sweeping included.
+func (b *bench) collectServerGarbage() {
+	_, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1").DoRaw(context.Background())
+	must(err)
+}
+
 // apiRequests reads the API server's request counters (apiserver_request_total),
-// summed by verb and resource.
-func (b *bench) apiRequests() map[string]int {
+// summed by verb and resource, and the bytes it has allocated so far.
+func (b *bench) apiRequests() (map[string]int, float64) {
 	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	must(err)
 	counts := map[string]int{}
+	var allocated float64
 	for _, line := range strings.Split(string(raw), "\n") {
+		if value, ok := strings.CutPrefix(line, "go_memstats_alloc_bytes_total "); ok {
+			allocated, _ = strconv.ParseFloat(value, 64)
+		}
 		if !strings.HasPrefix(line, "apiserver_request_total{") {
 			continue
 		}
@@ -1398,7 +1438,7 @@ func (b *bench) apiRequests() map[string]int {
 		n, _ := strconv.ParseFloat(value, 64)
 		counts[key] += int(n)
 	}
-	return counts
+	return counts, allocated
 }
 
 // processCPU is the CPU time used so far by the bench and by each of its child

@@ -31,8 +31,11 @@ type SweepResult struct {
 	CmsyncFirst bool `json:"cmsyncFirst,omitempty"`
 	// ControlPlanePerRound says each round ran on a control plane of its own; sweeps
 	// before it ran a point's rounds on one.
-	ControlPlanePerRound bool    `json:"controlPlanePerRound"`
-	Points               []Point `json:"points"`
+	ControlPlanePerRound bool `json:"controlPlanePerRound"`
+	// ServerGCBeforePhase is -server-gc-before-phase: the API server collected its
+	// garbage before each phase; sweeps before it did not.
+	ServerGCBeforePhase bool    `json:"serverGCBeforePhase,omitempty"`
+	Points              []Point `json:"points"`
 }
 
 // Point is one point of the curve: Sources sources, each replicated to all Namespaces,
@@ -142,7 +145,7 @@ func sweep(c config) error {
 	res := SweepResult{
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(),
 		Rounds: c.sweepRounds, CmsyncArgs: c.cmsyncArgs, CmsyncFirst: c.sweepCmsyncFirst,
-		ControlPlanePerRound: true,
+		ControlPlanePerRound: true, ServerGCBeforePhase: c.serverGCBeforePhase,
 	}
 	path := filepath.Join(c.out, "sweep-"+time.Now().UTC().Format("20060102-150405")+".json")
 	for i, p := range points {
@@ -659,6 +662,14 @@ func printPoint(p Point) {
 	for _, ph := range phaseSplits {
 		fmt.Printf("  CPU %-6s cmsync phase %s   LIMIT phase %s\n", ph.name, cpuList(p.CmsyncCPU[ph.name]), cpuList(p.LimitCPU[ph.name]))
 	}
+	fmt.Printf("  API server allocated MiB per phase, medians:")
+	for _, ph := range phaseSplits {
+		allocated := func(rounds []Breakdown) float64 {
+			return medianOf(rounds, func(b Breakdown) float64 { return ph.get(b).ServerAllocatedMiB })
+		}
+		fmt.Printf(" %s %.1f/%.1f", ph.name, allocated(p.CmsyncBreakdown), allocated(p.LimitBreakdown))
+	}
+	fmt.Println()
 	fmt.Printf("  memory steady %.1f MiB (%.1f anonymous, %.1f of the binary's file; peak %.1f)\n",
 		p.Memory.SteadyMiB, p.Memory.AnonMiB, p.Memory.FileMiB, p.Memory.PeakMiB)
 	fmt.Printf("  restart: ready %.2fs, verified %.2fs (of %v), %d writes\n",
