@@ -1355,11 +1355,12 @@ func (w windows) phases() Phases {
 // With -server-gc-before-phase (the default) the API server first runs a full garbage
 // collection. One collection of its heap costs it about as much CPU as a hundred
 // writes, and each round starts a control plane of its own and runs the same sequence,
-// so whether a collection falls in a short phase's window was not chance but nearly
-// the same in every round, and differed between writers and between runs: the
+// so whether a collection fell in a short phase's window repeated from round to round
+// rather than being a fair draw, and moved when the sequence changed: the
 // 100-namespace cleanup came out 1.53x and 0.97x of LIMIT's in two runs of the same
-// binary (sweep-20261127-172957.json, -175329.json), the difference being in which
-// rounds a hundred milliseconds of the API server's CPU appeared. After a collection,
+// binary (sweep-20261127-172957-n100-limit-watched.json, -175329-n100-profiled.json),
+// the difference being in how many rounds a hundred milliseconds of the API server's
+// CPU appeared. After a collection,
 // a phase's window holds one only when its own allocations bring the next, so each
 // writer's phases pay for collections as they cause them.
 func (b *bench) timed(fn func() error) window {
