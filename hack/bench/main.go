@@ -1360,16 +1360,16 @@ func (w windows) phases() Phases {
 // 100-namespace cleanup came out 1.53x and 0.97x of LIMIT's in two runs of the same
 // binary (sweep-20261127-172957-n100-limit-watched.json, -175329-n100-profiled.json),
 // the difference being in how many rounds a hundred milliseconds of the API server's
-// CPU appeared. After a collection,
-// a phase's window holds one only when its own allocations bring the next, so each
-// writer's phases pay for collections as they cause them.
+// CPU appeared. After a collection, a phase's window holds one only when its own
+// allocations bring the next, so each writer's phases pay for collections as they
+// cause them.
 func (b *bench) timed(fn func() error) window {
 	aftermath := b.aftermath
 	if b.c.serverGCBeforePhase {
 		b.collectServerGarbage()
 	}
 	// The reads of the API server's /metrics are outside both CPU windows.
-	requestsBefore, allocatedBefore := b.apiRequests()
+	requestsBefore, allocatedBefore := b.serverCounters()
 	quietFrom := processCPU()
 	time.Sleep(b.c.aftermath)
 	before := processCPU()
@@ -1379,7 +1379,7 @@ func (b *bench) timed(fn func() error) window {
 	time.Sleep(aftermath)
 	after := processCPU()
 	var allocated float64
-	w.requests, allocated = b.apiRequests()
+	w.requests, allocated = b.serverCounters()
 	w.serverAllocatedMiB = (allocated - allocatedBefore) / (1 << 20)
 	w.cpuWithAftermath = map[string]float64{}
 	quietScale := aftermath.Seconds() / b.c.aftermath.Seconds()
@@ -1405,16 +1405,17 @@ func (b *bench) collectServerGarbage() {
 	must(err)
 }
 
-// apiRequests reads the API server's request counters (apiserver_request_total),
-// summed by verb and resource, and the bytes it has allocated so far.
-func (b *bench) apiRequests() (map[string]int, float64) {
+// serverCounters reads, from one scrape of the API server's /metrics, its request
+// counters (apiserver_request_total) summed by verb and resource, and the bytes it has
+// allocated so far.
+func (b *bench) serverCounters() (map[string]int, float64) {
 	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	must(err)
 	counts := map[string]int{}
 	var allocated float64
 	for _, line := range strings.Split(string(raw), "\n") {
-		if value, ok := strings.CutPrefix(line, "go_memstats_alloc_bytes_total "); ok {
-			allocated, _ = strconv.ParseFloat(value, 64)
+		if value, ok := sampleOf(line, "go_memstats_alloc_bytes_total"); ok {
+			allocated = value
 		}
 		if !strings.HasPrefix(line, "apiserver_request_total{") {
 			continue

@@ -607,12 +607,22 @@ func (b *bench) apiMetric(series string) int {
 	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	must(err)
 	for _, line := range strings.Split(string(raw), "\n") {
-		if value, ok := strings.CutPrefix(line, series+" "); ok {
-			n, _ := strconv.ParseFloat(value, 64)
-			return int(n)
+		if value, ok := sampleOf(line, series); ok {
+			return int(value)
 		}
 	}
 	return 0
+}
+
+// sampleOf is the value of a line of Prometheus' text format if the line is series's
+// sample (the series with its labels, exactly as exposed).
+func sampleOf(line, series string) (float64, bool) {
+	value, ok := strings.CutPrefix(line, series+" ")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseFloat(value, 64)
+	return n, err == nil
 }
 
 // syncedReplicas reads the sum of cmsync's cmsync_replicas{state="synced"} gauges. It

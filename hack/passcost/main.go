@@ -3,8 +3,9 @@
 // of the source, which starts the pass, the status annotations' merge patch and the
 // Event. Each kind is sent 1,000 times by 16 workers, in turns over six rounds on one
 // control plane set up as the bench's (controlplane.StartWith, auditing writes), and
-// the API server's and etcd's CPU seconds (less their quiet use) are summed per kind. It tells how much of a small fan-out's gap to a
-// plain client (make bench-sweep, N = 100) is the pass's own requests.
+// the API server's and etcd's CPU seconds (less their quiet use) are summed per kind.
+// It tells how much of a small fan-out's gap to a plain client (make bench-sweep,
+// N = 100) is the pass's own requests.
 //
 //	KUBEBUILDER_ASSETS="$(hack/control-plane-binaries.sh)" go run ./hack/passcost
 package main
