@@ -173,8 +173,8 @@ vet: ## go vet and a gofmt check.
 	go vet ./...
 
 .PHONY: test-unit
-test-unit: ## Table tests of the pure functions, predicates, the GC target, the lease fence and the metrics guard.
-	go test -count=1 . ./internal/gctune/... ./internal/leasefence/... ./internal/metricsauth/... ./replicator/... ./predicates/... ./api/...
+test-unit: ## Table tests of the pure functions, predicates, the GC target, the lease fence, the metrics guard and the bench's reading of the audit log.
+	go test -count=1 . ./internal/gctune/... ./internal/leasefence/... ./internal/metricsauth/... ./replicator/... ./predicates/... ./api/... ./hack/bench/...
 
 .PHONY: test-integration
 test-integration: ## The reconciler against a real kube-apiserver and etcd (envtest).
