@@ -231,11 +231,11 @@ bench-restarts: build ## Only the sweep's memory and restarts at S=100 × 1,000 
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -restarts-only -sweep-s 100 -sweep-restarts 5 $(SWEEP_ARGS)
 
 .PHONY: bench-smoke
-bench-smoke: build ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first), one round of it with LIMIT watched too, a tiny -restarts-only run and a tiny -write-styles run, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
+bench-smoke: build ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first), one round of it with LIMIT watched and cmsync's warm-up, a tiny -restarts-only run and a tiny -write-styles run, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep \
 	  -sweep-n 20 -sweep-s 2 -sweep-sizes 4Ki -sweep-base-n 20 -sweep-rounds 2 -sweep-short-rounds 2 -idle 3s -aftermath 200ms \
 	  -out $(BIN)/bench-smoke -plot-dir $(BIN)/bench-smoke/plots
-	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep -sweep-limit-watched \
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep -sweep-limit-watched -sweep-warm-up \
 	  -sweep-n 20 -sweep-s 1 -sweep-sizes 1Ki -sweep-base-n 20 -sweep-rounds 1 -sweep-short-rounds 1 -sweep-restarts 1 -idle 3s -aftermath 200ms \
 	  -out $(BIN)/bench-smoke -plot-dir $(BIN)/bench-smoke/plots-watched
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -restarts-only \

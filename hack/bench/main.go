@@ -49,7 +49,7 @@ type config struct {
 	idle, aftermath                                               time.Duration
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
 	sweep, restartsOnly, apf, writeStyles, sweepCmsyncFirst       bool
-	sweepLimitWatched                                             bool
+	sweepLimitWatched, sweepWarmUp                                bool
 	serverGCBeforePhase                                           bool
 	sweepN, sweepS, sweepSizes                                    string
 	sweepBaseN, sweepRounds, sweepShortRounds, sweepRestarts      int
@@ -253,6 +253,10 @@ func main() {
 		"each round also runs LIMIT's writes with a metadata-only watch of them open, as cmsync's replica cache watches its replicas "+
 			"(LIMIT watched; the three writers take turns going first): what telling a watcher of each write costs the API server, "+
 			"which LIMIT alone does not pay")
+	flag.BoolVar(&c.sweepWarmUp, "sweep-warm-up", false,
+		fmt.Sprintf("in each round, before either writer's phases, cmsync fans a source out to %d namespaces, updates it and deletes it: "+
+			"cmsync then writes as a process that has run, as LIMIT's client (the bench itself) has, and the fresh control plane "+
+			"has served creates, updates and deletes of the kind before the first measured phase", warmUpTargets))
 	flag.IntVar(&c.sweepRestarts, "sweep-restarts", 3, "restarts at each point of the sweep, after the last round's fan-out; the figures are medians")
 	flag.StringVar(&c.restartVariants, "sweep-restart-variants", "",
 		"before the sweep's restarts, as many with each of these environments of cmsync (';'-separated, each space-separated NAME=value, "+

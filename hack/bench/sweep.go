@@ -34,8 +34,11 @@ type SweepResult struct {
 	ControlPlanePerRound bool `json:"controlPlanePerRound"`
 	// ServerGCBeforePhase is -server-gc-before-phase: the API server collected its
 	// garbage before each phase; sweeps before it did not.
-	ServerGCBeforePhase bool    `json:"serverGCBeforePhase,omitempty"`
-	Points              []Point `json:"points"`
+	ServerGCBeforePhase bool `json:"serverGCBeforePhase,omitempty"`
+	// WarmUp is -sweep-warm-up: each round began with cmsync's warm-up (warmUp);
+	// sweeps before it measured a cmsync started for the round.
+	WarmUp bool    `json:"warmUp,omitempty"`
+	Points []Point `json:"points"`
 }
 
 // Point is one point of the curve: Sources sources, each replicated to all Namespaces,
@@ -145,7 +148,7 @@ func sweep(c config) error {
 	res := SweepResult{
 		Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(),
 		Rounds: c.sweepRounds, CmsyncArgs: c.cmsyncArgs, CmsyncFirst: c.sweepCmsyncFirst,
-		ControlPlanePerRound: true, ServerGCBeforePhase: c.serverGCBeforePhase,
+		ControlPlanePerRound: true, ServerGCBeforePhase: c.serverGCBeforePhase, WarmUp: c.sweepWarmUp,
 	}
 	path := filepath.Join(c.out, "sweep-"+time.Now().UTC().Format("20060102-150405")+".json")
 	for i, p := range points {
@@ -269,6 +272,9 @@ func (b *bench) measureRound(p *Point, r int) {
 	}()
 	proc := b.startCmsync()
 	defer func() { proc.stop() }() // proc is the restarted process after the last round's restarts
+	if b.c.sweepWarmUp {
+		b.warmUp(ctx, fmt.Sprintf("w-r%02d", r))
+	}
 	// With -profile, the phases are profiled, LIMIT's and cmsync's alike: the first
 	// round's for sweepProfileSeconds; at a point of short phases every round's for
 	// phaseProfileSeconds, since one such phase gives too few samples (go tool pprof
@@ -398,6 +404,43 @@ func (b *bench) watchMetadata(ctx context.Context, selector string) (stop func()
 		cancel()
 		<-drained
 	}, nil
+}
+
+// warmUpTargets is how many namespaces warmUp's source names: a pass of a phase of
+// N = 100, which runs every path of a pass (create, update, delete, the status patch,
+// the Event) and grows the heap to a burst's size.
+const warmUpTargets = 100
+
+// warmUp has cmsync, just started, fan the source name out to the first warmUpTargets
+// namespaces, update it and delete it, waiting each time until the replicas are as
+// they should be. LIMIT's client is the bench, a process that has already created
+// the round's namespaces; a cmsync started for the round would otherwise run its
+// writers' code, grow its heap and fault in its pages for the first time inside the
+// first measured phase, which a cmsync that has been running does not. The fresh
+// control plane, too, serves its first writes of the kind here rather than in
+// whichever writer's phase comes first. Its writes are named apart (name), so no
+// phase counts them.
+func (b *bench) warmUp(ctx context.Context, name string) {
+	k := min(len(b.targets), warmUpTargets)
+	step("warm-up: cmsync fans %s out to %d namespaces, updates it and deletes it", name, k)
+	src := b.source(name)
+	src.Annotations["cmsync.io/target-namespaces"] = strings.Join(b.targets[:k], ",")
+	until := func(want int, value string) {
+		deadline := time.Now().Add(5 * time.Minute)
+		for err := b.replicasAre(ctx, name, want, value); err != nil; err = b.replicasAre(ctx, name, want, value) {
+			if time.Now().After(deadline) {
+				must(fmt.Errorf("warm-up: %w", err))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	must(b.kind.create(ctx, src))
+	until(k, "1")
+	src.data["v"] = "2"
+	must(b.kind.update(ctx, src))
+	until(k, "2")
+	must(b.kind.delete(ctx, sourceNamespace, name))
+	until(0, "")
 }
 
 // createNamespaces creates the n target namespaces bench-0000… and the sources'
