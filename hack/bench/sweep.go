@@ -274,6 +274,7 @@ func (b *bench) measureRound(p *Point, r int) {
 	defer func() { proc.stop() }() // proc is the restarted process after the last round's restarts
 	if b.c.sweepWarmUp {
 		b.warmUp(ctx, fmt.Sprintf("w-r%02d", r))
+		pause() // at a point of big objects, the warm-up's versions leave the watch cache first
 	}
 	// With -profile, the phases are profiled, LIMIT's and cmsync's alike: the first
 	// round's for sweepProfileSeconds; at a point of short phases every round's for
