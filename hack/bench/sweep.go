@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/metadata"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -427,12 +428,13 @@ func (b *bench) warmUp(ctx context.Context, name string) {
 	src := b.source(name)
 	src.Annotations["cmsync.io/target-namespaces"] = strings.Join(b.targets[:k], ",")
 	until := func(want int, value string) {
-		deadline := time.Now().Add(5 * time.Minute)
-		for err := b.replicasAre(ctx, name, want, value); err != nil; err = b.replicasAre(ctx, name, want, value) {
-			if time.Now().After(deadline) {
-				must(fmt.Errorf("warm-up: %w", err))
-			}
-			time.Sleep(100 * time.Millisecond)
+		var last error
+		err := utilwait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+			last = b.replicasAre(ctx, name, want, value)
+			return last == nil, nil
+		})
+		if err != nil {
+			must(fmt.Errorf("warm-up: %w (%w)", last, err))
 		}
 	}
 	must(b.kind.create(ctx, src))
