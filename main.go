@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
@@ -35,8 +34,8 @@ import (
 	"github.com/cmsync/cmsync/internal/gctune"
 	"github.com/cmsync/cmsync/internal/leasefence"
 	"github.com/cmsync/cmsync/internal/metricsauth"
+	"github.com/cmsync/cmsync/internal/policyflags"
 	"github.com/cmsync/cmsync/replicator"
-	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // writersPerSource bounds the writes one pass over a source makes in parallel; with
@@ -44,9 +43,7 @@ import (
 const writersPerSource = 16
 
 type options struct {
-	excludeNamespaces       string
-	sourceNamespaces        string
-	maxReplicatedBytes      string
+	policy                  func() policyflags.Values
 	configMapSync           string
 	secrets                 string
 	leaderElect             bool
@@ -68,12 +65,7 @@ type options struct {
 
 func parseFlags() options {
 	var o options
-	flag.StringVar(&o.excludeNamespaces, "exclude-namespaces", "kube-system,kube-public,kube-node-lease",
-		"Comma list of namespace globs that never receive a replica.")
-	flag.StringVar(&o.sourceNamespaces, "source-namespaces", "*",
-		"Comma list of namespace globs where sources may live; sources elsewhere are reported Invalid.")
-	flag.StringVar(&o.maxReplicatedBytes, "max-replicated-bytes", resource.NewQuantity(desired.DefaultMaxReplicatedBytes, resource.BinarySI).String(),
-		"Most bytes of content one source may write across all its targets (a quantity, e.g. 1Gi; 0: no limit); a source over it is Invalid, before any write.")
+	o.policy = policyflags.Bind(flag.CommandLine)
 	flag.StringVar(&o.configMapSync, "configmapsync", "auto",
 		"Run the ConfigMapSync controller: auto (when its CRD is installed), enabled or disabled.")
 	flag.StringVar(&o.secrets, "secrets", "disabled",
@@ -140,13 +132,14 @@ func run(ctx context.Context, o options, cachesSynced func()) error {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("starting cmsync", "excludeNamespaces", replicate.Policy.ExcludeNamespaces,
-		"sourceNamespaces", replicate.Policy.SourceNamespaces, "secrets", o.secrets)
+		"sourceNamespaces", replicate.Policy.SourceNamespaces, "reservedNames", replicate.Policy.ReservedNames,
+		"tenantLabel", replicate.Policy.TenantLabel, "secrets", o.secrets)
 	return mgr.Start(ctx)
 }
 
 // replicatorOptions checks the flags the controllers take.
 func (o options) replicatorOptions() (replicator.Options, error) {
-	policy, err := o.policy()
+	policy, err := o.policy().Policy()
 	if err != nil {
 		return replicator.Options{}, err
 	}
@@ -317,22 +310,6 @@ func newScheme() *runtime.Scheme {
 		panic(err)
 	}
 	return scheme
-}
-
-func (o options) policy() (desired.Policy, error) {
-	exclude, err := desired.ParseGlobList(o.excludeNamespaces)
-	if err != nil {
-		return desired.Policy{}, fmt.Errorf("--exclude-namespaces: %w", err)
-	}
-	sources, err := desired.ParseGlobList(o.sourceNamespaces)
-	if err != nil {
-		return desired.Policy{}, fmt.Errorf("--source-namespaces: %w", err)
-	}
-	budget, err := resource.ParseQuantity(o.maxReplicatedBytes)
-	if err != nil || budget.Sign() < 0 {
-		return desired.Policy{}, fmt.Errorf("--max-replicated-bytes=%q: a non-negative quantity such as 1Gi or 500Mi", o.maxReplicatedBytes)
-	}
-	return desired.Policy{ExcludeNamespaces: exclude, SourceNamespaces: sources, MaxReplicatedBytes: budget.Value()}, nil
 }
 
 // controllerOptions sets the reconcile parallelism and the retry rate limiter: a failed

@@ -55,7 +55,8 @@ func ReplicaChanged() predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
 }
 
 // NamespaceChanged passes namespace creates and deletes, and updates that change what
-// target resolution reads: the labels, or the start of termination. It drops the
+// target resolution reads: the labels, cmsync.io/accept-from, or the start of
+// termination. It drops the
 // creates of a watch's initial list: a controller starts its workers only once all its
 // watches have listed, and its own kind's initial list has then queued every source
 // (or ConfigMapSync), whose pass reads every namespace; mapping each listed namespace
@@ -69,9 +70,16 @@ func NamespaceChanged() predicate.Predicate {
 				return true
 			}
 			return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+				e.ObjectOld.GetAnnotations()[v1alpha1.AcceptFromAnnotation] != e.ObjectNew.GetAnnotations()[v1alpha1.AcceptFromAnnotation] ||
+				hasAcceptFrom(e.ObjectOld) != hasAcceptFrom(e.ObjectNew) ||
 				!sameLifecycle(e.ObjectOld, e.ObjectNew)
 		},
 	}
+}
+
+func hasAcceptFrom(obj desired.Object) bool {
+	_, ok := obj.GetAnnotations()[v1alpha1.AcceptFromAnnotation]
+	return ok
 }
 
 // sameLifecycle reports whether the object is the same incarnation in the same phase of

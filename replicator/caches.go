@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,7 +22,7 @@ import (
 // replicas, not with the objects of the cluster:
 //   - the manager's cache: ConfigMaps (and Secrets, when enabled) labelled
 //     cmsync.io/replicate=true (sources), and
-//     namespaces as metadata only (names, labels, deletion);
+//     namespaces as metadata only (names, labels, deletion, cmsync.io/accept-from);
 //   - the replica cache of each kind (replicacache): the objects carrying cmsync's
 //     managed-by label.
 // One informer per kind takes one label selector, and sources and replicas carry
@@ -41,7 +42,7 @@ func ManagerCacheOptions(o Options) cache.Options {
 		// Every pass lists every namespace, from the informer's store (namespaceLister);
 		// nothing modifies what it reads of them, so no read through the cache copies
 		// them either.
-		namespaceMetadata(): {Transform: stripNamespaceMetadata, UnsafeDisableDeepCopy: ptr.To(true)},
+		namespaceMetadata(): {Transform: namespaceTransform(o.Policy.TenantLabel != ""), UnsafeDisableDeepCopy: ptr.To(true)},
 	}
 	if o.Secrets {
 		byObject[&corev1.Secret{}] = sources
@@ -57,13 +58,30 @@ func namespaceMetadata() *metav1.PartialObjectMetadata {
 	return ns
 }
 
-// stripNamespaceMetadata keeps what target resolution reads of a namespace.
-func stripNamespaceMetadata(in any) (any, error) {
-	if obj, err := meta.Accessor(in); err == nil {
+// namespaceTransform keeps what target resolution reads of a namespace: its name,
+// labels, deletion and cmsync.io/accept-from. With the tenant boundary on
+// (logAcceptFrom), it logs an accept-from that cannot be parsed, once per change of the
+// namespace: such a namespace accepts nothing, and the sources it kept out say so in
+// their status.
+func namespaceTransform(logAcceptFrom bool) toolscache.TransformFunc {
+	logger := ctrl.Log.WithName("namespaces")
+	return func(in any) (any, error) {
+		obj, err := meta.Accessor(in)
+		if err != nil {
+			return in, nil
+		}
 		obj.SetManagedFields(nil)
-		obj.SetAnnotations(nil)
+		accept, ok := obj.GetAnnotations()[v1alpha1.AcceptFromAnnotation]
+		if !ok {
+			obj.SetAnnotations(nil)
+			return in, nil
+		}
+		obj.SetAnnotations(map[string]string{v1alpha1.AcceptFromAnnotation: accept})
+		if _, _, err := desired.ParseAcceptFrom(accept); err != nil && logAcceptFrom {
+			logger.Info("namespace accepts no source of another tenant: its accept-from cannot be parsed", "namespace", obj.GetName(), "error", err.Error())
+		}
+		return in, nil
 	}
-	return in, nil
 }
 
 // namespaceLister reads every namespace's metadata straight from the manager cache's
@@ -101,6 +119,4 @@ func (l namespaceLister) List() []desired.Namespace {
 	return namespaces
 }
 
-func namespaceOf(obj client.Object) desired.Namespace {
-	return desired.Namespace{Name: obj.GetName(), Labels: obj.GetLabels(), Terminating: obj.GetDeletionTimestamp() != nil}
-}
+func namespaceOf(obj client.Object) desired.Namespace { return desired.NamespaceOf(obj) }

@@ -32,6 +32,8 @@ type Engine[T desired.Object] struct {
 	replicas  ReplicaReader
 	apiReader client.Reader
 	workers   int
+	// policy names the objects the engine never touches (desired.Policy.IsReserved).
+	policy desired.Policy
 
 	// blocked remembers the namespaces where an owner last found an object it does not
 	// own ("<owner key>|<namespace>"). There the next pass looks before it creates, so a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +23,9 @@ import (
 type Plan[T desired.Object] struct {
 	Targets  []string
 	Template desired.Template[T]
+	// Boundary says what the tenant boundary kept out (desired.Targets.Notice); it ends
+	// the status message.
+	Boundary string
 }
 
 // run is the pass both front doors share: write the replica in every target namespace,
@@ -31,10 +36,18 @@ func (e *Engine[T]) run(ctx context.Context, owner desired.Owner, plan Plan[T]) 
 	if err != nil {
 		return desired.Summary{}, err
 	}
+	if e.policy.IsReserved(plan.Template.Name()) { // the doors refuse such a source first
+		return desired.Summary{}, fmt.Errorf("refusing to write replicas named %s, a reserved name", plan.Template.Name())
+	}
 	current, unwanted := splitOwned(owned, owner, plan.Template.Name(), plan.Targets)
 	results := e.SyncTargets(ctx, owner, plan, current)
 	deleted, cleanupErr := e.deleteReplicas(ctx, owner, unwanted)
-	return desired.Summarize(results, deleted, cleanupErr, plan.Template.Notice()), nil
+	return desired.Summarize(results, deleted, cleanupErr, joinNotices(plan.Template.Notice(), plan.Boundary)), nil
+}
+
+// joinNotices joins the non-empty notices that end a status message, in order.
+func joinNotices(notices ...string) string {
+	return strings.Join(slices.DeleteFunc(notices, func(n string) bool { return n == "" }), "; ")
 }
 
 // deleteAll deletes every replica of owner, for a source that is gone or retired.
@@ -56,13 +69,22 @@ func (e *Engine[T]) countIn(owner desired.Owner, name string, targets []string) 
 	return len(current), nil
 }
 
-// ownedBy returns every replica of owner in the replica cache, whatever its name.
+// ownedBy returns every replica of owner in the replica cache, whatever its name, but
+// those of a reserved name: cmsync never changes or deletes them, even when an earlier
+// version of cmsync wrote them.
 func (e *Engine[T]) ownedBy(owner desired.Owner) ([]*metav1.PartialObjectMetadata, error) {
 	owned, err := e.replicas.OwnedBy(owner.Key())
 	if err != nil {
 		return nil, fmt.Errorf("listing replicas of %s: %w", owner.Source, err)
 	}
-	return owned, nil
+	if !slices.ContainsFunc(owned, e.hasReservedName) {
+		return owned, nil
+	}
+	return slices.DeleteFunc(slices.Clone(owned), e.hasReservedName), nil
+}
+
+func (e *Engine[T]) hasReservedName(obj *metav1.PartialObjectMetadata) bool {
+	return e.policy.IsReserved(obj.GetName())
 }
 
 // splitOwned separates the owner's replicas that are current (named name, in a target

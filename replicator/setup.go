@@ -129,8 +129,10 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	if err != nil {
 		return door[T]{}, nil, err
 	}
+	engine := NewEngine(kind, writer, mgr.GetClient(), replicas, mgr.GetAPIReader(), o.Writers)
+	engine.policy = o.Policy
 	shared := door[T]{
-		engine:          NewEngine(kind, writer, mgr.GetClient(), replicas, mgr.GetAPIReader(), o.Writers),
+		engine:          engine,
 		policy:          o.Policy,
 		namespaces:      namespaces,
 		recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),

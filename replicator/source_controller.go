@@ -110,10 +110,15 @@ func (r *sourceReconciler[T]) planFor(src T, owner desired.Owner) (Plan[T], erro
 	if err != nil {
 		return Plan[T]{}, invalidSourceError{err}
 	}
+	if err := r.policy.CheckReplicaName(shape.NameFor(src.GetName())); err != nil {
+		return Plan[T]{}, invalidSourceError{err}
+	}
 	namespaces := r.namespaces.List()
+	targets := desired.TargetNamespaces(spec, r.policy.OriginOf(src.GetNamespace(), namespaces), namespaces, r.policy)
 	plan := Plan[T]{
-		Targets:  desired.TargetNamespaces(spec, src.GetNamespace(), namespaces, r.policy),
+		Targets:  targets.Namespaces,
 		Template: desired.NewTemplate(r.kind, src, shape, owner),
+		Boundary: targets.Notice(),
 	}
 	if err := r.policy.CheckWriteBudget(plan.Template.Size(), len(plan.Targets)); err != nil {
 		return Plan[T]{}, invalidSourceError{err}
@@ -247,10 +252,11 @@ func (r *sourceReconciler[T]) findSourceOfReplica(_ context.Context, replica *me
 	return []reconcile.Request{{NamespacedName: key}}
 }
 
-// findSourcesForNamespace maps a namespace to every source whose targets match it. The
-// map runs on both the old and the new namespace of an update, so a namespace that
-// stopped matching still reaches the sources that must clean it up. Sources with
-// invalid annotations are skipped: they change nothing until edited.
+// findSourcesForNamespace maps a namespace to every source whose targets match it and,
+// with the tenant boundary on, to every source in it (its tenant decides where they
+// reach). The map runs on both the old and the new namespace of an update, so a
+// namespace that stopped matching still reaches the sources that must clean it up.
+// Sources with invalid annotations are skipped: they change nothing until edited.
 func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	sources := r.kind.NewList()
 	if err := r.client.List(ctx, sources); err != nil {
@@ -261,7 +267,13 @@ func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj c
 	var requests []reconcile.Request
 	_ = meta.EachListItem(sources, func(item runtime.Object) error {
 		src, ok := item.(T)
-		if !ok || src.GetNamespace() == ns.Name {
+		if !ok {
+			return nil
+		}
+		if src.GetNamespace() == ns.Name {
+			if r.policy.TenantLabel != "" {
+				requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: src.GetNamespace(), Name: src.GetName()}})
+			}
 			return nil
 		}
 		if spec, err := desired.TargetsOf(src); err == nil && spec.Matches(ns) {

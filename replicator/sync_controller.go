@@ -127,8 +127,11 @@ func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 	if err := r.policy.CheckSourceNamespace(owner.Source.Namespace); err != nil {
 		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
 	}
-	namespaces := r.namespaces.List()
-	plan.Targets = desired.TargetNamespaces(spec, owner.Source.Namespace, namespaces, r.policy)
+	if err := r.policy.CheckReplicaName(desired.SyncReplicaName(sync.Spec)); err != nil {
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
+	}
+	// A ConfigMapSync is an administrator's: the tenant boundary does not bind it.
+	plan.Targets = desired.TargetNamespaces(spec, desired.Unbound(owner.Source.Namespace), r.namespaces.List(), r.policy).Namespaces
 	src, found, err := r.sources.Get(ctx, owner.Source)
 	if err != nil {
 		if ctx.Err() != nil {

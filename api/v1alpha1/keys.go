@@ -37,7 +37,17 @@ const (
 	// IgnoreNamespaceLabel set to "true" on a namespace keeps every replica out of it.
 	IgnoreNamespaceLabel      = Prefix + "ignore"
 	IgnoreNamespaceLabelValue = "true"
+
+	// AcceptFromAnnotation on a Namespace is a comma list of namespace names and globs
+	// ("!" excludes) whose sources may replicate into it across the tenant boundary
+	// (--tenant-label). Whoever may annotate the namespace sets it.
+	AcceptFromAnnotation = Prefix + "accept-from"
 )
+
+// RootCAConfigMapName is the ConfigMap Kubernetes publishes into every namespace with
+// the API server's CA, which every Pod's service-account volume trusts. cmsync never
+// creates, changes or deletes an object of that name, whatever its flags say.
+const RootCAConfigMapName = "kube-root-ca.crt"
 
 // Status annotations the controller writes on a source; users never write them.
 const (

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/internal/policyflags"
 	"github.com/cmsync/cmsync/replicator/desired"
 )
 
@@ -55,7 +56,7 @@ func (c cluster) namespaces(ctx context.Context) ([]desired.Namespace, error) {
 	}
 	out := make([]desired.Namespace, 0, len(list.Items))
 	for _, ns := range list.Items {
-		out = append(out, desired.Namespace{Name: ns.Name, Labels: ns.Labels, Terminating: ns.DeletionTimestamp != nil})
+		out = append(out, desired.NamespaceOf(&ns))
 	}
 	return out, nil
 }
@@ -134,7 +135,7 @@ func (c cluster) syncs(ctx context.Context) ([]v1alpha1.ConfigMapSync, error) {
 // its policy is set. Without such a Deployment it is the binary's defaults, and where
 // says so.
 func (c cluster) controllerPolicy(ctx context.Context) (policy desired.Policy, where string, err error) {
-	args := map[string]string{"exclude-namespaces": "kube-system,kube-public,kube-node-lease", "source-namespaces": "*"}
+	args := policyflags.Defaults()
 	where = "no cmsync Deployment found (label app.kubernetes.io/name=cmsync): the controller's default flags"
 	var deployments appsv1.DeploymentList
 	if err := c.client.List(ctx, &deployments, client.MatchingLabels{"app.kubernetes.io/name": "cmsync"}); err != nil {
@@ -149,7 +150,7 @@ func (c cluster) controllerPolicy(ctx context.Context) (policy desired.Policy, w
 			where = fmt.Sprintf("the flags of Deployment %s/%s", d.Namespace, d.Name)
 		}
 	}
-	policy, err = policyFrom(args["exclude-namespaces"], args["source-namespaces"])
+	policy, err = args.Policy()
 	return policy, where, err
 }
 
@@ -166,18 +167,6 @@ func readFlags(args []string, into map[string]string) {
 		}
 		into[name] = value
 	}
-}
-
-func policyFrom(exclude, sources string) (desired.Policy, error) {
-	excluded, err := desired.ParseGlobList(exclude)
-	if err != nil {
-		return desired.Policy{}, fmt.Errorf("--exclude-namespaces: %w", err)
-	}
-	allowed, err := desired.ParseGlobList(sources)
-	if err != nil {
-		return desired.Policy{}, fmt.Errorf("--source-namespaces: %w", err)
-	}
-	return desired.Policy{ExcludeNamespaces: excluded, SourceNamespaces: allowed}, nil
 }
 
 // sortedKeys returns the keys of a set, sorted.

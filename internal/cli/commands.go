@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/internal/policyflags"
 	"github.com/cmsync/cmsync/replicator/desired"
 )
 
@@ -26,8 +28,10 @@ type options struct {
 	loading   *clientcmd.ClientConfigLoadingRules
 	overrides clientcmd.ConfigOverrides
 	output    string
-	exclude   string
-	sources   string
+	// policy holds the policy flags this command was given, by name: overrides of the
+	// controller's (policyflags).
+	policy map[string]*string
+	flags  *pflag.FlagSet
 }
 
 // NewCommand is `kubectl cmsync`.
@@ -43,8 +47,10 @@ func NewCommand(out io.Writer) *cobra.Command {
 	flags.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file.")
 	clientcmd.BindOverrideFlags(&o.overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
 	flags.StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: a table).")
-	flags.StringVar(&o.exclude, "exclude-namespaces", "", "The controller's --exclude-namespaces (default: read from its Deployment).")
-	flags.StringVar(&o.sources, "source-namespaces", "", "The controller's --source-namespaces (default: read from its Deployment).")
+	o.policy, o.flags = map[string]*string{}, flags
+	for _, f := range policyflags.All {
+		o.policy[f.Name] = flags.String(f.Name, "", fmt.Sprintf("The controller's --%s (default: read from its Deployment; else %q).", f.Name, f.Default))
+	}
 	root.AddCommand(o.statusCommand(out), o.explainCommand(out), o.previewCommand(out))
 	return root
 }
@@ -103,7 +109,7 @@ func (o *options) explainCommand(out io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			policy, where, err := o.policy(cmd.Context(), c)
+			policy, where, err := o.controllerPolicy(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
@@ -146,7 +152,7 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			policy, where, err := o.policy(cmd.Context(), c)
+			policy, where, err := o.controllerPolicy(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
@@ -221,20 +227,21 @@ func (o *options) connect() (cluster, string, error) {
 	return cluster{client: c}, namespace, nil
 }
 
-// policy is the controller's policy: as the flags give it, else read from the cluster.
-func (o *options) policy(ctx context.Context, c cluster) (desired.Policy, string, error) {
-	if o.exclude == "" && o.sources == "" {
+// controllerPolicy is the controller's policy: when this command is given any policy
+// flag, those flags over the controller's defaults; else read from the cluster.
+func (o *options) controllerPolicy(ctx context.Context, c cluster) (desired.Policy, string, error) {
+	values, given := policyflags.Defaults(), []string{}
+	for _, f := range policyflags.All {
+		if o.flags.Changed(f.Name) {
+			values[f.Name] = *o.policy[f.Name]
+			given = append(given, "--"+f.Name)
+		}
+	}
+	if len(given) == 0 {
 		return c.controllerPolicy(ctx)
 	}
-	exclude, sources := o.exclude, o.sources
-	if exclude == "" {
-		exclude = "kube-system,kube-public,kube-node-lease"
-	}
-	if sources == "" {
-		sources = "*"
-	}
-	p, err := policyFrom(exclude, sources)
-	return p, "this command's --exclude-namespaces and --source-namespaces", err
+	p, err := values.Policy()
+	return p, "this command's " + strings.Join(given, ", ") + " over the controller's defaults", err
 }
 
 // print writes v as JSON or YAML, or as the table table writes.

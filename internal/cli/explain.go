@@ -54,13 +54,14 @@ func explain(ctx context.Context, c cluster, kind, ref, in string, policy desire
 	if err != nil {
 		return Explanation{}, err
 	}
+	origin := src.origin(namespaces, policy)
 	found := false
 	for _, ns := range namespaces {
 		if in != "" && ns.Name != in {
 			continue
 		}
 		found = true
-		verdict := desired.ExplainTarget(src.targets, src.namespace, ns, policy)
+		verdict := desired.ExplainTarget(src.targets, origin, ns, policy)
 		row := ExplainRow{Namespace: ns.Name, Replica: src.replicaName, Wanted: verdict.Wanted, Rule: verdict.Rule}
 		row.Now = whatIsThere(src, named[ns.Name], verdict.Wanted)
 		out.Rows = append(out.Rows, row)

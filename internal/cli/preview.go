@@ -36,6 +36,9 @@ type Preview struct {
 	Lose      []Change `json:"lose"`
 	Conflicts []Change `json:"conflicts"`
 	Kept      int      `json:"kept"`
+	// Outside are the namespaces the source's targets match but the tenant boundary
+	// keeps out (--tenant-label): no replica goes there.
+	Outside []Change `json:"outside,omitempty"`
 }
 
 // previewOf computes what the changed source would do, given its replicas now.
@@ -66,11 +69,16 @@ func previewOf(ctx context.Context, c cluster, changed source, policy desired.Po
 		return Preview{}, err
 	}
 	wanted := map[string]bool{}
-	for _, ns := range desired.TargetNamespaces(changed.targets, changed.namespace, namespaces, policy) {
+	origin := changed.origin(namespaces, policy)
+	targets := desired.TargetNamespaces(changed.targets, origin, namespaces, policy)
+	for _, ns := range targets.Outside {
+		out.Outside = append(out.Outside, Change{ns, changed.replicaName, desired.ExplainTarget(changed.targets, origin, byName[ns], policy).Rule})
+	}
+	for _, ns := range targets.Namespaces {
 		key := ns + "/" + changed.replicaName
 		wanted[key] = true
 		obj := named[ns]
-		rule := desired.ExplainTarget(changed.targets, changed.namespace, byName[ns], policy).Rule
+		rule := desired.ExplainTarget(changed.targets, origin, byName[ns], policy).Rule
 		switch {
 		case obj != nil && !changed.owner.Owns(obj):
 			out.Conflicts = append(out.Conflicts, Change{ns, changed.replicaName, desired.DescribeHolder(changed.kind, obj)})
@@ -88,7 +96,7 @@ func previewOf(ctx context.Context, c cluster, changed source, policy desired.Po
 		why := "renamed to " + changed.replicaName
 		if namespace, ok := byName[ns]; !ok {
 			why = "the namespace is gone"
-		} else if verdict := desired.ExplainTarget(changed.targets, changed.namespace, namespace, policy); !verdict.Wanted {
+		} else if verdict := desired.ExplainTarget(changed.targets, origin, namespace, policy); !verdict.Wanted {
 			why = verdict.Rule
 		}
 		out.Lose = append(out.Lose, Change{ns, name, why})

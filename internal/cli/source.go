@@ -23,15 +23,28 @@ type source struct {
 	namespace   string
 	replicaName string
 	targets     desired.TargetSpec
+	// bound: the tenant boundary applies to it (the annotation form; desired.OriginOf).
+	bound bool
 	// invalid is why the controller refuses the source: it then changes nothing.
 	invalid error
+}
+
+// origin is where the source lives, as the tenant boundary sees it among namespaces.
+func (s source) origin(namespaces []desired.Namespace, policy desired.Policy) desired.Origin {
+	if s.bound {
+		return policy.OriginOf(s.namespace, namespaces)
+	}
+	return desired.Unbound(s.namespace)
 }
 
 // annotatedSource is the annotation form's source obj of kind. (A Secret's type is not
 // read, so a service-account token source is not recognised as Invalid here.)
 func annotatedSource(kind string, obj metav1.Object, policy desired.Policy) source {
 	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	s := source{describe: kind + " " + key.String(), kind: kind, owner: desired.AnnotationOwner(kind, key), namespace: key.Namespace, replicaName: key.Name}
+	s := source{
+		describe: kind + " " + key.String(), kind: kind, owner: desired.AnnotationOwner(kind, key),
+		namespace: key.Namespace, replicaName: key.Name, bound: true,
+	}
 	if obj.GetLabels()[v1alpha1.ReplicateLabel] != v1alpha1.ReplicateLabelValue {
 		s.invalid = fmt.Errorf("it is not labelled %s=%s, so it has no replicas", v1alpha1.ReplicateLabel, v1alpha1.ReplicateLabelValue)
 		return s
@@ -51,6 +64,7 @@ func annotatedSource(kind string, obj metav1.Object, policy desired.Policy) sour
 		return s
 	}
 	s.targets, s.replicaName = targets, shape.NameFor(key.Name)
+	s.invalid = policy.CheckReplicaName(s.replicaName)
 	return s
 }
 
@@ -63,7 +77,7 @@ func syncSource(sync *v1alpha1.ConfigMapSync, policy desired.Policy) source {
 	}
 	targets, targetsErr := desired.ParseSyncTargets(sync.Spec)
 	_, shapeErr := desired.ParseSyncShape(sync.Spec)
-	s.targets, s.invalid = targets, errors.Join(targetsErr, shapeErr, policy.CheckSourceNamespace(owner.Source.Namespace))
+	s.targets, s.invalid = targets, errors.Join(targetsErr, shapeErr, policy.CheckSourceNamespace(owner.Source.Namespace), policy.CheckReplicaName(s.replicaName))
 	return s
 }
 

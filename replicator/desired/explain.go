@@ -16,23 +16,31 @@ const (
 	ignored
 	excludedByController
 	notRefused
+	// The tenant boundary's rules (Origin.admits).
+	outsideTenant
+	acceptFromInvalid
+	acceptedFrom
 )
 
 // selects reports whether the rule puts a replica in the namespace.
 func (r rule) selects() bool { return r == includedByEntry || r == includedBySelector }
 
-// decision is a rule and the pattern or selector it applied.
+// decision is a rule and the pattern or selector it applied (the boundary's rules:
+// their reason in words). across is set when a namespace of another tenant accepted
+// the source.
 type decision struct {
 	rule    rule
 	pattern string
+	across  string
 }
 
 // decide is the one decision about one namespace that TargetNamespaces makes for every
 // namespace and ExplainTarget puts into words: the source's own namespace never, then
-// what the targets say, then what the controller's policy allows.
-func decide(spec TargetSpec, sourceNamespace string, ns Namespace, policy Policy) decision {
-	if ns.Name == sourceNamespace {
-		return decision{ownNamespace, ""}
+// what the targets say, then what the controller's policy allows, then the tenant
+// boundary.
+func decide(spec TargetSpec, origin Origin, ns Namespace, policy Policy) decision {
+	if ns.Name == origin.Namespace {
+		return decision{rule: ownNamespace}
 	}
 	d := spec.match(ns)
 	if !d.rule.selects() {
@@ -40,6 +48,13 @@ func decide(spec TargetSpec, sourceNamespace string, ns Namespace, policy Policy
 	}
 	if refused := policy.refusal(ns); refused.rule != notRefused {
 		return refused
+	}
+	switch admitted := origin.admits(ns); admitted.rule {
+	case notRefused:
+	case acceptedFrom:
+		d.across = admitted.pattern
+	default:
+		return admitted
 	}
 	return d
 }
@@ -52,13 +67,22 @@ type Verdict struct {
 }
 
 // ExplainTarget is TargetNamespaces' decision about one namespace, with its reason.
-func ExplainTarget(spec TargetSpec, sourceNamespace string, ns Namespace, policy Policy) Verdict {
-	d := decide(spec, sourceNamespace, ns, policy)
+func ExplainTarget(spec TargetSpec, origin Origin, ns Namespace, policy Policy) Verdict {
+	d := decide(spec, origin, ns, policy)
 	return Verdict{Wanted: d.rule.selects(), Rule: d.describe()}
 }
 
 func (d decision) describe() string {
+	if d.across != "" {
+		return d.describeRule() + "; " + d.across
+	}
+	return d.describeRule()
+}
+
+func (d decision) describeRule() string {
 	switch d.rule {
+	case outsideTenant, acceptFromInvalid:
+		return d.pattern
 	case includedByEntry:
 		if isLiteral(d.pattern) {
 			return fmt.Sprintf("listed by name (%s)", d.pattern)

@@ -33,10 +33,10 @@ func TestExplainTarget(t *testing.T) {
 		all = append(all, tt.ns)
 	}
 	all = append(all, Namespace{Name: "platform"})
-	targets := TargetNamespaces(spec, "platform", all, policy)
+	targets := TargetNamespaces(spec, Unbound("platform"), all, policy).Namespaces
 	for _, tt := range tests {
 		t.Run(tt.ns.Name, func(t *testing.T) {
-			got := ExplainTarget(spec, "platform", tt.ns, policy)
+			got := ExplainTarget(spec, Unbound("platform"), tt.ns, policy)
 			if got.Wanted != tt.wanted || got.Rule != tt.rule {
 				t.Errorf("got %+v, want %v %q", got, tt.wanted, tt.rule)
 			}

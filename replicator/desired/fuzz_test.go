@@ -86,7 +86,7 @@ func FuzzParseSyncTargets(f *testing.F) {
 			}
 			return
 		}
-		TargetNamespaces(targets, "platform", []Namespace{{Name: "team-a"}, {Name: destination}}, Policy{})
+		TargetNamespaces(targets, Unbound("platform"), []Namespace{{Name: "team-a"}, {Name: destination}}, Policy{})
 	})
 }
 

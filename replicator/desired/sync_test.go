@@ -60,7 +60,7 @@ func TestParseSyncTargets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := TargetNamespaces(targets, "platform", namespaces, Policy{}); !reflect.DeepEqual(got, tt.want) {
+			if got := TargetNamespaces(targets, Unbound("platform"), namespaces, Policy{}).Namespaces; !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +17,8 @@ type Namespace struct {
 	Name        string
 	Labels      map[string]string
 	Terminating bool
+	// AcceptFrom is the namespace's cmsync.io/accept-from annotation; nil when absent.
+	AcceptFrom *string
 }
 
 // TargetSpec says where a source wants its replicas: namespaces matched by the include
@@ -51,18 +52,18 @@ func (s TargetSpec) Matches(ns Namespace) bool {
 func (s TargetSpec) match(ns Namespace) decision {
 	for _, pattern := range s.exclude {
 		if globMatch(pattern, ns.Name) {
-			return decision{excludedByEntry, pattern}
+			return decision{rule: excludedByEntry, pattern: pattern}
 		}
 	}
 	for _, pattern := range s.include {
 		if globMatch(pattern, ns.Name) {
-			return decision{includedByEntry, pattern}
+			return decision{rule: includedByEntry, pattern: pattern}
 		}
 	}
 	if s.selector != nil && s.selector.Matches(labels.Set(ns.Labels)) {
-		return decision{includedBySelector, s.selector.String()}
+		return decision{rule: includedBySelector, pattern: s.selector.String()}
 	}
-	return decision{notNamed, ""}
+	return decision{rule: notNamed}
 }
 
 // Policy is the controller's own limit on where replicas may go and where sources may
@@ -75,6 +76,12 @@ type Policy struct {
 	// MaxReplicatedBytes bounds the content one source may write across all its
 	// targets (CheckWriteBudget); 0 means no bound.
 	MaxReplicatedBytes int64
+	// ReservedNames are object names cmsync never creates, changes or deletes, besides
+	// kube-root-ca.crt (IsReserved).
+	ReservedNames []string
+	// TenantLabel names the namespace label that says which tenant a namespace belongs
+	// to; "" turns the tenant boundary off (OriginOf).
+	TenantLabel string
 }
 
 // AllowsTarget reports whether a replica may be written into ns at all.
@@ -86,16 +93,16 @@ func (p Policy) AllowsTarget(ns Namespace) bool {
 func (p Policy) refusal(ns Namespace) decision {
 	switch {
 	case ns.Terminating:
-		return decision{terminating, ""}
+		return decision{rule: terminating}
 	case ns.Labels[v1alpha1.IgnoreNamespaceLabel] == v1alpha1.IgnoreNamespaceLabelValue:
-		return decision{ignored, ""}
+		return decision{rule: ignored}
 	}
 	for _, pattern := range p.ExcludeNamespaces {
 		if globMatch(pattern, ns.Name) {
-			return decision{excludedByController, pattern}
+			return decision{rule: excludedByController, pattern: pattern}
 		}
 	}
-	return decision{notRefused, ""}
+	return decision{rule: notRefused}
 }
 
 // CheckSourceNamespace says why an object in namespace may not be a source, or nil.
@@ -111,17 +118,23 @@ func (p Policy) AllowsSource(namespace string) bool {
 	return matchesAny(p.SourceNamespaces, namespace)
 }
 
-// TargetNamespaces returns, sorted, the namespaces that must hold a replica of a source
-// living in sourceNamespace: those the spec matches and the policy allows, never the
-// source's own namespace.
-func TargetNamespaces(spec TargetSpec, sourceNamespace string, namespaces []Namespace, policy Policy) []string {
-	var targets []string
+// TargetNamespaces returns the namespaces that must hold a replica of a source of
+// origin: those the spec matches, the policy allows and the tenant boundary admits,
+// never the source's own namespace; and those the boundary alone kept out.
+func TargetNamespaces(spec TargetSpec, origin Origin, namespaces []Namespace, policy Policy) Targets {
+	targets := Targets{origin: origin}
 	for _, ns := range namespaces {
-		if decide(spec, sourceNamespace, ns, policy).rule.selects() {
-			targets = append(targets, ns.Name)
+		switch d := decide(spec, origin, ns, policy); {
+		case d.rule.selects():
+			targets.Namespaces = append(targets.Namespaces, ns.Name)
+		case d.rule == outsideTenant:
+			targets.Outside = append(targets.Outside, ns.Name)
+		case d.rule == acceptFromInvalid:
+			targets.Outside = append(targets.Outside, ns.Name)
+			targets.Unparsable = append(targets.Unparsable, ns.Name)
 		}
 	}
-	sort.Strings(targets)
+	targets.sort()
 	return targets
 }
 

@@ -111,7 +111,7 @@ func TestTargetNamespaces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := TargetNamespaces(spec, "platform", namespaces, policy)
+			got := TargetNamespaces(spec, Unbound("platform"), namespaces, policy).Namespaces
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}

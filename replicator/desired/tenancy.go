@@ -1,0 +1,215 @@
+package desired
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// cmsync can write in every namespace it serves. What follows keeps a user who can edit
+// a source in one namespace from gaining, through cmsync, power over namespaces that
+// are not theirs: names cmsync never writes, and the tenant boundary.
+
+// IsReserved reports whether cmsync must never create, change or delete an object
+// named name: the cluster's CA bundle, and the controller's --reserved-names.
+func (p Policy) IsReserved(name string) bool {
+	return name == v1alpha1.RootCAConfigMapName || slices.Contains(p.ReservedNames, name)
+}
+
+// CheckReplicaName says why replicas may not be named name, or nil.
+func (p Policy) CheckReplicaName(name string) error {
+	switch {
+	case name == v1alpha1.RootCAConfigMapName:
+		return fmt.Errorf("the replicas would be named %s, a reserved name (the ConfigMap Kubernetes publishes with the cluster's CA into every namespace): "+
+			"cmsync never creates, changes or deletes an object of that name", name)
+	case p.IsReserved(name):
+		return fmt.Errorf("the replicas would be named %s, a reserved name (the controller's --reserved-names): "+
+			"cmsync never creates, changes or deletes an object of that name", name)
+	}
+	return nil
+}
+
+// ParseReservedNames parses --reserved-names: a comma list of object names (no globs).
+// Empty entries are skipped.
+func ParseReservedNames(value string) ([]string, error) {
+	var names []string
+	for _, entry := range strings.Split(value, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		if problems := validation.IsDNS1123Subdomain(entry); len(problems) > 0 {
+			return nil, fmt.Errorf("entry %q is not an object name: %s", entry, strings.Join(problems, "; "))
+		}
+		names = append(names, entry)
+	}
+	return names, nil
+}
+
+// ParseTenantLabel checks --tenant-label: empty (the boundary is off) or a label key.
+func ParseTenantLabel(value string) (string, error) {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return "", nil
+	}
+	if problems := validation.IsQualifiedName(value); len(problems) > 0 {
+		return "", fmt.Errorf("%q is not a label key: %s", value, strings.Join(problems, "; "))
+	}
+	return value, nil
+}
+
+// NamespaceOf is what target resolution reads of a namespace object.
+func NamespaceOf(obj metav1.Object) Namespace {
+	ns := Namespace{Name: obj.GetName(), Labels: obj.GetLabels(), Terminating: obj.GetDeletionTimestamp() != nil}
+	if accept, ok := obj.GetAnnotations()[v1alpha1.AcceptFromAnnotation]; ok {
+		ns.AcceptFrom = &accept
+	}
+	return ns
+}
+
+// ParseAcceptFrom parses a namespace's cmsync.io/accept-from annotation: the namespaces
+// whose sources it accepts, as names and globs with "!" exclusions.
+func ParseAcceptFrom(value string) (include, exclude []string, err error) {
+	include, exclude, err = parseNamespaceList(value)
+	if err == nil && len(include) == 0 {
+		err = errors.New("only exclusions: name the namespaces to accept")
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid %s %q: %w", v1alpha1.AcceptFromAnnotation, value, err)
+	}
+	return include, exclude, nil
+}
+
+// Origin is where a source lives, as the tenant boundary sees it. A source written by
+// a namespace's user (the annotation form) in a namespace of a tenant is bound: it
+// reaches the namespaces of its tenant and those that accept its namespace. A source
+// in a namespace of no tenant, a ConfigMapSync's (cluster-scoped, an administrator's)
+// and every source while --tenant-label is unset are not bound.
+type Origin struct {
+	// Namespace is the source's namespace.
+	Namespace string
+	bound     bool
+	// label and tenant: the boundary keeps a bound source within the namespaces whose
+	// label has the value tenant.
+	label, tenant string
+	// unknown: the boundary is on but the source's namespace is not among the
+	// namespaces (not seen yet), so its tenant is not known: a bound source then
+	// reaches no namespace, rather than every one.
+	unknown bool
+}
+
+// Unbound is the origin of a source the tenant boundary does not bind: a ConfigMapSync's
+// source.
+func Unbound(sourceNamespace string) Origin { return Origin{Namespace: sourceNamespace} }
+
+// OriginOf is the origin of an annotated source living in sourceNamespace, among the
+// cluster's namespaces.
+func (p Policy) OriginOf(sourceNamespace string, namespaces []Namespace) Origin {
+	if p.TenantLabel == "" {
+		return Unbound(sourceNamespace)
+	}
+	for _, ns := range namespaces {
+		if ns.Name != sourceNamespace {
+			continue
+		}
+		tenant, ok := ns.Labels[p.TenantLabel]
+		if !ok {
+			return Unbound(sourceNamespace)
+		}
+		return Origin{Namespace: sourceNamespace, bound: true, label: p.TenantLabel, tenant: tenant}
+	}
+	return Origin{Namespace: sourceNamespace, bound: true, label: p.TenantLabel, unknown: true}
+}
+
+// Tenant is the tenant a bound source is kept within; "" and false when unbound.
+func (o Origin) Tenant() (string, bool) { return o.tenant, o.bound && !o.unknown }
+
+// admits decides whether the boundary lets a replica of a source of this origin into
+// ns: notRefused within the tenant (or unbound), acceptedFrom when ns accepts the
+// source's namespace, otherwise outsideTenant or acceptFromInvalid.
+func (o Origin) admits(ns Namespace) decision {
+	if !o.bound {
+		return decision{rule: notRefused}
+	}
+	if tenant, ok := ns.Labels[o.label]; ok && !o.unknown && tenant == o.tenant {
+		return decision{rule: notRefused}
+	}
+	if ns.AcceptFrom == nil {
+		return decision{rule: outsideTenant, pattern: o.describeOutside(ns, "it does not accept from "+o.Namespace+" (no "+v1alpha1.AcceptFromAnnotation+")")}
+	}
+	include, exclude, err := ParseAcceptFrom(*ns.AcceptFrom)
+	if err != nil {
+		return decision{rule: acceptFromInvalid, pattern: o.describeOutside(ns, err.Error()+", so it accepts nothing")}
+	}
+	if matchesAny(exclude, o.Namespace) || !matchesAny(include, o.Namespace) {
+		return decision{rule: outsideTenant, pattern: o.describeOutside(ns,
+			fmt.Sprintf("it does not accept from %s (%s %q)", o.Namespace, v1alpha1.AcceptFromAnnotation, *ns.AcceptFrom))}
+	}
+	return decision{rule: acceptedFrom, pattern: fmt.Sprintf("accepted across tenants by the namespace's %s %q", v1alpha1.AcceptFromAnnotation, *ns.AcceptFrom)}
+}
+
+// describeOutside words why ns is outside this origin's tenant.
+func (o Origin) describeOutside(ns Namespace, acceptance string) string {
+	if o.unknown {
+		return fmt.Sprintf("the tenant of the source's namespace %s is not known yet (namespace not seen); %s", o.Namespace, acceptance)
+	}
+	where := "it has no " + o.label + " label"
+	if tenant, ok := ns.Labels[o.label]; ok {
+		where = fmt.Sprintf("it is in tenant %q", tenant)
+	}
+	return fmt.Sprintf("outside tenant %q of the source's namespace (%s); %s", o.tenant, where, acceptance)
+}
+
+// Targets is where a source's replicas go, and what the tenant boundary kept out.
+type Targets struct {
+	// Namespaces must hold a replica, sorted.
+	Namespaces []string
+	// Outside are the namespaces the source's targets name and the controller's policy
+	// allows, but the tenant boundary keeps out, sorted; Unparsable are those of them
+	// whose cmsync.io/accept-from cannot be parsed (it then accepts nothing).
+	Outside, Unparsable []string
+	origin              Origin
+}
+
+// Notice is the end of the status message that says what the tenant boundary kept
+// out; "" when it kept out nothing.
+func (t Targets) Notice() string {
+	if len(t.Outside) == 0 {
+		return ""
+	}
+	n := len(t.Outside)
+	var notice string
+	if t.origin.unknown {
+		notice = fmt.Sprintf("%d matched %s wait for the tenant of namespace %s, not seen yet",
+			n, plural(n, "namespace", "namespaces"), t.origin.Namespace)
+	} else {
+		notice = fmt.Sprintf("%d matched %s outside tenant %q and not accepting from %s (%s)",
+			n, plural(n, "namespace is", "namespaces are"), t.origin.tenant, t.origin.Namespace, listSome(t.Outside))
+	}
+	if len(t.Unparsable) > 0 {
+		notice += fmt.Sprintf("; the %s of %s cannot be parsed and accepts nothing", v1alpha1.AcceptFromAnnotation, listSome(t.Unparsable))
+	}
+	return notice
+}
+
+// listSome names the first shownProblems names, and how many more there are.
+func listSome(names []string) string {
+	if len(names) <= shownProblems {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:shownProblems], ", "), len(names)-shownProblems)
+}
+
+// sortTargets sorts every list of t.
+func (t *Targets) sort() {
+	sort.Strings(t.Namespaces)
+	sort.Strings(t.Outside)
+	sort.Strings(t.Unparsable)
+}
