@@ -121,6 +121,10 @@ helm-lint: ## helm lint and helm template of the chart, with a pinned helm built
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true >/dev/null
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true \
 	  --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy | grep -q 'name: cmsync-protect-replicas'
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set 'reservedNames={istio-ca-root-cert}' --set tenancy.label=capsule.clastix.io/tenant \
+	  --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy | grep -q 'request.name in \["kube-root-ca.crt","istio-ca-root-cert"\]'
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set 'reservedNames={istio-ca-root-cert}' --set tenancy.label=capsule.clastix.io/tenant \
+	  | grep -q -- '--tenant-label=capsule.clastix.io/tenant'
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set admission.enabled=false \
 	  --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy | { ! grep -q ValidatingAdmissionPolicy; }
 

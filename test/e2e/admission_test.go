@@ -32,6 +32,15 @@ const protectBinding = "cmsync-protect-replicas"
 // not an administrator.
 func editorIn(t *testing.T, namespace string) client.Client {
 	t.Helper()
+	c, err := client.New(editorConfigIn(t, namespace), client.Options{Scheme: k8s.Scheme()})
+	must(t, err)
+	return c
+}
+
+// editorConfigIn binds the editor of namespace (editorIn) and returns its REST config,
+// once the binding is in effect.
+func editorConfigIn(t *testing.T, namespace string) *rest.Config {
+	t.Helper()
 	ctx := context.Background()
 	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "editor"}}))
 	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{
@@ -51,7 +60,7 @@ func editorIn(t *testing.T, namespace string) client.Client {
 		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "rbac-probe"}}
 		return c.Create(ctx, probe, client.DryRunAll)
 	})
-	return c
+	return cfg
 }
 
 // expectRefused checks that err is the policy's refusal and carries every fragment.

@@ -30,3 +30,21 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "cmsync.admissionAvailable" -}}
 {{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}true{{- end -}}
 {{- end -}}
+
+{{/*
+extraReservedNames is the chart's reservedNames (a list, or a comma list in one string)
+as the comma list --reserved-names takes; reservedNames is it with kube-root-ca.crt,
+which cmsync reserves whatever its flags say.
+*/}}
+{{- define "cmsync.extraReservedNames" -}}
+{{- $names := .Values.reservedNames -}}
+{{- if kindIs "string" $names -}}{{- $names = splitList "," $names -}}{{- end -}}
+{{- $clean := list -}}
+{{- range $names }}{{- if trim . }}{{- $clean = append $clean (trim .) -}}{{- end }}{{- end -}}
+{{- join "," $clean -}}
+{{- end }}
+
+{{- define "cmsync.reservedNames" -}}
+{{- $extra := include "cmsync.extraReservedNames" . -}}
+{{- if $extra -}}kube-root-ca.crt,{{ $extra }}{{- else -}}kube-root-ca.crt{{- end -}}
+{{- end }}

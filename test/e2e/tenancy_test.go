@@ -1,0 +1,300 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// tenantLabel is the label the tenancy scenarios run cmsync with, as a Capsule
+// cluster would.
+const tenantLabel = "capsule.clastix.io/tenant"
+
+// A tenant's source, written by a user with the edit role in one namespace, reaches
+// only its own tenant's namespaces and those that accept its namespace; a platform
+// source (a namespace of no tenant) reaches every tenant; accept-from lets exactly the
+// named neighbours in, its removal deletes their replicas, a malformed one accepts
+// nothing and says so; namespaces relabelled while cmsync is stopped are set right
+// after the restart; a source's namespace moved to another tenant takes its replicas
+// along.
+func TestTenantBoundary(t *testing.T) {
+	c := startController(t, "--tenant-label="+tenantLabel)
+	ctx := context.Background()
+	suffix := randomSuffix()
+	prefix, tenantA, tenantB := "ten"+suffix, "a"+suffix, "b"+suffix
+	inTenant := func(tenant string) map[string]string { return map[string]string{tenantLabel: tenant} }
+	a1, a2 := newNamespace(t, prefix, inTenant(tenantA)), newNamespace(t, prefix, inTenant(tenantA))
+	b1, b2 := newNamespace(t, prefix, inTenant(tenantB)), newNamespace(t, prefix, inTenant(tenantB))
+	platform := newNamespace(t, prefix, nil)
+	deleteSourcesAtEnd(t, []string{a1, platform})
+	tenant := editorIn(t, a1)
+
+	// The tenant asks for every namespace of the cluster.
+	must(t, tenant.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: a1, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: prefix + "-*"}},
+		Data: map[string]string{"v": "1"},
+	}))
+	waitForReplicas(t, a1, "app", 30*time.Second, a2)
+	src := waitForAnnotation(t, a1, "app", v1alpha1.SyncedAnnotation, "1/1")
+	if msg := src.Annotations[v1alpha1.MessageAnnotation]; !strings.HasSuffix(msg, fmt.Sprintf(`3 matched namespaces are outside tenant %q and not accepting from %s (%s)`, tenantA, a1, strings.Join(sortedOf(b1, b2, platform), ", "))) {
+		t.Errorf("message %q does not end by saying what the boundary kept out", msg)
+	}
+
+	// The platform's source reaches every tenant.
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: "ca", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: prefix + "-*"}},
+		Data: map[string]string{"ca.crt": "platform"},
+	}))
+	waitForReplicas(t, platform, "ca", 30*time.Second, a1, a2, b1, b2)
+
+	// b1 accepts a1: exactly a1's source comes in; without the annotation it goes.
+	annotate(t, b1, v1alpha1.AcceptFromAnnotation, a1)
+	waitForReplicas(t, a1, "app", 30*time.Second, a2, b1)
+	waitForAnnotation(t, a1, "app", v1alpha1.SyncedAnnotation, "2/2")
+	annotate(t, b2, v1alpha1.AcceptFromAnnotation, "x-*,"+platform)
+	consistently(t, 3*time.Second, "no replica in a namespace accepting others", func() error {
+		if got := replicasOf(t, a1, "app"); !sameSet(got, []string{a2, b1}) {
+			return fmt.Errorf("replicas in %v", got)
+		}
+		return nil
+	})
+	annotate(t, b1, v1alpha1.AcceptFromAnnotation, "")
+	waitForReplicas(t, a1, "app", 30*time.Second, a2)
+
+	// A malformed accept-from accepts nothing, and both the source and the log say so.
+	annotate(t, b2, v1alpha1.AcceptFromAnnotation, a1+",[x")
+	eventually(t, 30*time.Second, "the message names the malformed accept-from", func() error {
+		cm, err := getConfigMap(a1, "app")
+		if err != nil {
+			return err
+		}
+		if msg := cm.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "cmsync.io/accept-from of "+b2+" cannot be parsed and accepts nothing") {
+			return fmt.Errorf("message %q", msg)
+		}
+		return nil
+	})
+	if got := replicasOf(t, a1, "app"); !sameSet(got, []string{a2}) {
+		t.Errorf("replicas in %v, want only %s", got, a2)
+	}
+	eventually(t, 10*time.Second, "the log names the namespace and the error", func() error {
+		logged, err := os.ReadFile(c.log)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(logged), "\n") {
+			if strings.Contains(line, "accept-from cannot be parsed") && strings.Contains(line, b2) && strings.Contains(line, "malformed glob") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no log line names %s and the error", b2)
+	})
+
+	// Stopped, b2 moves into tenant A and a2 into tenant B: after the restart the
+	// replicas follow.
+	c.Stop()
+	relabel(t, b2, tenantLabel, tenantA)
+	relabel(t, a2, tenantLabel, tenantB)
+	c = startController(t, "--tenant-label="+tenantLabel)
+	waitForReplicas(t, a1, "app", 60*time.Second, b2)
+
+	// The source's own namespace moves to tenant B: it now reaches a2 and b1.
+	relabel(t, a1, tenantLabel, tenantB)
+	waitForReplicas(t, a1, "app", 30*time.Second, a2, b1)
+	// The platform's source never moved.
+	if got := replicasOf(t, platform, "ca"); !sameSet(got, []string{a1, a2, b1, b2}) {
+		t.Errorf("the platform's replicas moved: %v", got)
+	}
+}
+
+// Without --tenant-label, accept-from changes nothing: every matched namespace gets its
+// replica, whatever its labels say.
+func TestNoTenantLabelNoBoundary(t *testing.T) {
+	startController(t)
+	ctx := context.Background()
+	suffix := randomSuffix()
+	prefix := "nten" + suffix
+	a := newNamespace(t, prefix, map[string]string{tenantLabel: "a" + suffix})
+	b := newNamespace(t, prefix, map[string]string{tenantLabel: "b" + suffix})
+	annotate(t, b, v1alpha1.AcceptFromAnnotation, "nobody")
+	deleteSourcesAtEnd(t, []string{a})
+	must(t, editorIn(t, a).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: prefix + "-*"}},
+	}))
+	waitForReplicas(t, a, "app", 30*time.Second, b)
+	src := waitForAnnotation(t, a, "app", v1alpha1.SyncedAnnotation, "1/1")
+	if msg := src.Annotations[v1alpha1.MessageAnnotation]; msg != "in sync in 1 namespace" {
+		t.Errorf("message %q", msg)
+	}
+}
+
+// A tenant cannot plant a kube-root-ca.crt (nor an object of a configured reserved name)
+// through cmsync: the source is Invalid, naming the name; the write is warned about at
+// once; nothing is written; and the namespaces created meanwhile hold the cluster's
+// own CA, published by kube-controller-manager, untouched. The same for a source that
+// is itself named like a reserved name, and for a ConfigMapSync.
+func TestReservedNamesAreNeverWritten(t *testing.T) {
+	startController(t, "--reserved-names=istio-ca-root-cert")
+	ctx := context.Background()
+	prefix := "rca" + randomSuffix()
+	src := newNamespace(t, prefix+"-src", nil)
+	deleteSourcesAtEnd(t, []string{src})
+	cfg := editorConfigIn(t, src)
+	tenant, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
+	must(t, err)
+	warnings := &warningCollector{}
+	cfg.WarningHandler = warnings
+	warned, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
+	must(t, err)
+
+	forged := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "forged-ca", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: prefix + "-new-*", v1alpha1.TargetNameAnnotation: v1alpha1.RootCAConfigMapName}},
+		Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\nforged\n-----END CERTIFICATE-----\n"},
+	}
+	must(t, warned.Create(ctx, forged))
+	if got := warnings.take(); !strings.Contains(got, "the replicas would be named kube-root-ca.crt, a reserved name") {
+		t.Errorf("no warning at write time: %q", got)
+	}
+	invalid := waitForAnnotation(t, src, "forged-ca", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
+	if msg := invalid.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "kube-root-ca.crt, a reserved name") {
+		t.Errorf("message %q does not name the reserved name", msg)
+	}
+
+	// New namespaces the source matches get the cluster's CA, and keep it.
+	clusterCA := rootCAOf(t, "default")
+	var created []string
+	for range 4 {
+		created = append(created, newNamespace(t, prefix+"-new", nil))
+	}
+	for _, ns := range created {
+		eventually(t, 60*time.Second, "the cluster's CA published in "+ns, func() error {
+			return holdsClusterCA(ns, clusterCA)
+		})
+	}
+	consistently(t, 3*time.Second, "the published CAs untouched", func() error {
+		for _, ns := range created {
+			if err := holdsClusterCA(ns, clusterCA); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+
+	// A source named like a reserved name: the tenant's own kube-root-ca.crt labelled as
+	// a source, and a configured reserved name; a target-name of a configured one.
+	must(t, tenant.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: v1alpha1.RootCAConfigMapName}},
+		client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:"true"},"annotations":{%q:%q}}}`,
+			v1alpha1.ReplicateLabel, v1alpha1.TargetNamespacesAnnotation, prefix+"-new-*")))))
+	must(t, tenant.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "istio-ca-root-cert", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: prefix + "-new-*"}},
+	}))
+	must(t, tenant.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "mesh", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: prefix + "-new-*", v1alpha1.TargetNameAnnotation: "istio-ca-root-cert"}},
+	}))
+	for name, reserved := range map[string]string{v1alpha1.RootCAConfigMapName: v1alpha1.RootCAConfigMapName, "istio-ca-root-cert": "istio-ca-root-cert", "mesh": "istio-ca-root-cert"} {
+		cm := waitForAnnotation(t, src, name, v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
+		if msg := cm.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, reserved+", a reserved name") {
+			t.Errorf("%s: message %q does not name %s", name, msg, reserved)
+		}
+	}
+	for _, ns := range created {
+		if err := holdsClusterCA(ns, clusterCA); err != nil {
+			t.Error(err)
+		}
+		if _, err := getConfigMap(ns, "istio-ca-root-cert"); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: istio-ca-root-cert written: %v", ns, err)
+		}
+	}
+
+	// A ConfigMapSync is refused the same way.
+	sync := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "rca-" + randomSuffix()},
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "forged-ca", DestinationNamespaces: []string{prefix + "-new-*"},
+			TargetName: v1alpha1.RootCAConfigMapName}}
+	must(t, k8s.Create(ctx, sync))
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), sync) })
+	eventually(t, 30*time.Second, "the ConfigMapSync Invalid", func() error {
+		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(sync), sync))
+		ready := meta.FindStatusCondition(sync.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.ReasonInvalid || !strings.Contains(ready.Message, "kube-root-ca.crt, a reserved name") {
+			return fmt.Errorf("ready %+v", ready)
+		}
+		return nil
+	})
+	for _, ns := range created {
+		if err := holdsClusterCA(ns, clusterCA); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// rootCAOf reads the CA kube-controller-manager published in namespace.
+func rootCAOf(t *testing.T, namespace string) string {
+	t.Helper()
+	var ca string
+	eventually(t, 60*time.Second, "kube-root-ca.crt in "+namespace, func() error {
+		cm, err := getConfigMap(namespace, v1alpha1.RootCAConfigMapName)
+		if err != nil {
+			return err
+		}
+		ca = cm.Data["ca.crt"]
+		return nil
+	})
+	return ca
+}
+
+// holdsClusterCA checks that namespace's kube-root-ca.crt is the cluster's and carries
+// no mark of cmsync.
+func holdsClusterCA(namespace, clusterCA string) error {
+	cm, err := getConfigMap(namespace, v1alpha1.RootCAConfigMapName)
+	if err != nil {
+		return err
+	}
+	if cm.Data["ca.crt"] != clusterCA || len(cm.Data) != 1 {
+		return fmt.Errorf("%s: kube-root-ca.crt is not the cluster's CA: %q", namespace, cm.Data)
+	}
+	if cm.Labels[v1alpha1.ManagedByLabel] != "" || cm.Annotations[v1alpha1.SourceAnnotation] != "" {
+		return fmt.Errorf("%s: kube-root-ca.crt carries cmsync's markers: %v %v", namespace, cm.Labels, cm.Annotations)
+	}
+	return nil
+}
+
+// annotate sets (or, with value "", removes) an annotation of a namespace, as its
+// administrator.
+func annotate(t *testing.T, namespace, key, value string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)
+	if value == "" {
+		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, key)
+	}
+	must(t, k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+		client.RawPatch(types.MergePatchType, []byte(patch))))
+}
+
+// relabel sets a label of a namespace, as its administrator.
+func relabel(t *testing.T, namespace, key, value string) {
+	t.Helper()
+	must(t, k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+		client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)))))
+}
+
+func sortedOf(names ...string) []string { return slices.Sorted(slices.Values(names)) }
