@@ -188,8 +188,12 @@ func printPreview(w io.Writer, p Preview) {
 		printf(w, "%s would be Invalid: %s\ncmsync would change nothing and say so in its status.\n", p.Source, p.Invalid)
 		return
 	}
-	printf(w, "%s (controller policy from %s): %d replicas gained, %d lost, %d conflicts, %d kept\n",
-		p.Source, p.Policy, len(p.Gain), len(p.Lose), len(p.Conflicts), p.Kept)
+	outside := ""
+	if len(p.Outside) > 0 {
+		outside = fmt.Sprintf(", %d outside the tenant", len(p.Outside))
+	}
+	printf(w, "%s (controller policy from %s): %d replicas gained, %d lost, %d conflicts, %d kept%s\n",
+		p.Source, p.Policy, len(p.Gain), len(p.Lose), len(p.Conflicts), p.Kept, outside)
 	printf(w, "\tNAMESPACE\tNAME\tWHY"+"\n")
 	for _, c := range p.Gain {
 		printf(w, "+\t%s\t%s\t%s\n", c.Namespace, c.Name, c.Why)
@@ -199,6 +203,9 @@ func printPreview(w io.Writer, p Preview) {
 	}
 	for _, c := range p.Conflicts {
 		printf(w, "!\t%s\t%s\tconflict: %s\n", c.Namespace, c.Name, c.Why)
+	}
+	for _, c := range p.Outside {
+		printf(w, "x\t%s\t%s\t%s\n", c.Namespace, c.Name, c.Why)
 	}
 }
 

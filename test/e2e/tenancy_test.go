@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/internal/cli"
 )
 
 // tenantLabel is the label the tenancy scenarios run cmsync with, as a Capsule
@@ -55,6 +56,7 @@ func TestTenantBoundary(t *testing.T) {
 	if msg := src.Annotations[v1alpha1.MessageAnnotation]; !strings.HasSuffix(msg, fmt.Sprintf(`3 matched namespaces are outside tenant %q and not accepting from %s (%s)`, tenantA, a1, strings.Join(sortedOf(b1, b2, platform), ", "))) {
 		t.Errorf("message %q does not end by saying what the boundary kept out", msg)
 	}
+	explainBoundary(t, a1, prefix, tenantA, tenantB, a2, b1, b2, platform)
 
 	// The platform's source reaches every tenant.
 	must(t, k8s.Create(ctx, &corev1.ConfigMap{
@@ -244,6 +246,42 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 		if err := holdsClusterCA(ns, clusterCA); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// explainBoundary checks that kubectl cmsync, told the controller's --tenant-label,
+// names the boundary for each namespace the tenant's source a1/app matches, and that
+// its preview lists the namespaces kept out.
+func explainBoundary(t *testing.T, a1, prefix, tenantA, tenantB, a2, b1, b2, platform string) {
+	t.Helper()
+	var e cli.Explanation
+	pluginJSON(t, &e, "explain", a1+"/app", "--all", "--tenant-label="+tenantLabel)
+	outside := fmt.Sprintf("outside tenant %q of the source's namespace", tenantA)
+	want := map[string]string{
+		a2:       `matched by the glob "` + prefix + `-*"`,
+		b1:       fmt.Sprintf("%s (it is in tenant %q); it does not accept from %s (no cmsync.io/accept-from)", outside, tenantB, a1),
+		b2:       fmt.Sprintf("%s (it is in tenant %q); it does not accept from %s (no cmsync.io/accept-from)", outside, tenantB, a1),
+		platform: fmt.Sprintf("%s (it has no %s label); it does not accept from %s (no cmsync.io/accept-from)", outside, tenantLabel, a1),
+	}
+	for _, row := range e.Rows {
+		if rule, ok := want[row.Namespace]; ok {
+			if row.Rule != rule || row.Wanted != (row.Namespace == a2) {
+				t.Errorf("explain %s: wanted %v, rule %q; want %q", row.Namespace, row.Wanted, row.Rule, rule)
+			}
+			delete(want, row.Namespace)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("explain has no row for %v", want)
+	}
+	var p cli.Preview
+	pluginJSON(t, &p, "preview", a1+"/app", "--set-annotation", v1alpha1.TargetNamespacesAnnotation+"="+prefix+"-*", "--tenant-label="+tenantLabel)
+	var kept []string
+	for _, c := range p.Outside {
+		kept = append(kept, c.Namespace)
+	}
+	if !sameSet(kept, []string{b1, b2, platform}) || p.Kept != 1 || len(p.Gain)+len(p.Lose) != 0 {
+		t.Errorf("preview: outside %v, kept %d, gain %v, lose %v", kept, p.Kept, p.Gain, p.Lose)
 	}
 }
 
