@@ -257,7 +257,7 @@ CHAOS_FAULTS ?=
 CHAOS_PARTITION ?= $(if $(filter 0,$(shell id -u)),netns,relay)
 
 .PHONY: chaos
-chaos: build ## The model checker: CHAOS_HISTORIES random histories (default 200, seeded by CHAOS_SEED) against two leader-elected processes, each with one fault in turn (every fault type 22 or 23 times: SIGKILL, frozen leader, partition, CHAOS_THROTTLE of 429s, etcd and kube-apiserver restarts, watch expiry, new flags; CHAOS_FAULTS=a,b for some), checked against a model of SPEC.md; then CHAOS_KILLS SIGKILLs and CHAOS_LEADER_KILLS leader kills. Figures in bench/results/chaos-*.json; about 80 minutes. make test runs 12 histories.
+chaos: build ## The model checker: CHAOS_HISTORIES random histories (default 200, seeded by CHAOS_SEED) against two leader-elected processes, each with one fault in turn (every fault type 22 or 23 times: SIGKILL, frozen leader, partition, CHAOS_THROTTLE of 429s, etcd and kube-apiserver restarts, watch expiry, new flags; CHAOS_FAULTS=a,b for some), checked against a model of docs/reference.md; then CHAOS_KILLS SIGKILLs and CHAOS_LEADER_KILLS leader kills. Figures in bench/results/chaos-*.json; about 80 minutes. make test runs 12 histories.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" HELM="$(HELM)" \
 	  CHAOS_SEED=$(CHAOS_SEED) CHAOS_HISTORIES=$(CHAOS_HISTORIES) CHAOS_THROTTLE=$(CHAOS_THROTTLE) CHAOS_FAULTS=$(CHAOS_FAULTS) CHAOS_PARTITION=$(CHAOS_PARTITION) CHAOS_OUT=$(abspath bench/results) \
 	  CMSYNC_CHAOS_KILLS=$(CHAOS_KILLS) CMSYNC_CHAOS_LEADER_KILLS=$(CHAOS_LEADER_KILLS) CMSYNC_CHAOS_SEED=$(CHAOS_SEED) CMSYNC_CHAOS_OUT=$(abspath bench/results) \

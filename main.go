@@ -64,39 +64,46 @@ type options struct {
 }
 
 func parseFlags() options {
-	var o options
-	o.policy = policyflags.Bind(flag.CommandLine)
-	flag.StringVar(&o.configMapSync, "configmapsync", "auto",
+	o := bindFlags(flag.CommandLine)
+	flag.Parse()
+	return *o
+}
+
+// bindFlags defines the controller's flags on fs; the values are read once fs is parsed.
+// (--kubeconfig is controller-runtime's, on the process's flag set.)
+func bindFlags(fs *flag.FlagSet) *options {
+	o := &options{}
+	o.policy = policyflags.Bind(fs)
+	fs.StringVar(&o.configMapSync, "configmapsync", "auto",
 		"Run the ConfigMapSync controller: auto (when its CRD is installed), enabled or disabled.")
-	flag.StringVar(&o.secrets, "secrets", "disabled",
+	fs.StringVar(&o.secrets, "secrets", "disabled",
 		"Replicate labelled Secrets too: enabled or disabled (no request about Secrets at all).")
-	flag.BoolVar(&o.leaderElect, "leader-elect", false,
+	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader so that only one of several controller processes writes.")
-	flag.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election lease; defaults to the Pod's namespace in a cluster.")
-	flag.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
 		"How long a follower waits after the leader's last renewal before it takes the lease.")
-	flag.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
 		"How long the leader keeps trying to renew before it stops; it sends no write later than this after its last renewal. Below the lease duration.")
-	flag.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second,
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"How often the leader renews and followers try to take the lease.")
-	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
-	flag.BoolVar(&o.metricsSecure, "metrics-secure", false,
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", false,
 		"Serve metrics over HTTPS to clients the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview).")
-	flag.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "",
 		"Directory holding tls.crt and tls.key for --metrics-secure (reloaded when they change); empty: a self-signed certificate.")
-	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
-	flag.Float64Var(&o.qps, "kube-api-qps", 0,
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 0,
 		"Client-side limit of API requests per second, for each of cmsync's API clients (those of the kinds it reads and writes, "+
 			"and the lease's own, so that replica writes never delay a lease renewal); 0 (the default): none, the API server's flow control (APF) paces cmsync, "+
 			"whose requests in flight are bounded by --max-concurrent-reconciles.")
-	flag.IntVar(&o.burst, "kube-api-burst", 2000, "Client-side burst of API requests, with --kube-api-qps.")
-	flag.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Sources reconciled in parallel.")
-	flag.DurationVar(&o.conflictRecheck, "conflict-recheck-interval", 30*time.Second,
+	fs.IntVar(&o.burst, "kube-api-burst", 2000, "Client-side burst of API requests, with --kube-api-qps.")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "Sources reconciled in parallel.")
+	fs.DurationVar(&o.conflictRecheck, "conflict-recheck-interval", 30*time.Second,
 		"How soon a source whose replica is blocked by a ConfigMap cmsync does not own looks again.")
-	flag.BoolVar(&o.profiling, "profiling", false, "Serve Go's pprof profiles under /debug/pprof/ on the metrics address.")
-	o.zap.BindFlags(flag.CommandLine)
-	flag.Parse()
+	fs.BoolVar(&o.profiling, "profiling", false, "Serve Go's pprof profiles under /debug/pprof/ on the metrics address.")
+	o.zap.BindFlags(fs)
 	return o
 }
 

@@ -42,6 +42,18 @@ const kindLabel = "kind"
 // notSyncedReasons are the values of cmsync_sources_not_synced's reason label.
 var notSyncedReasons = []string{v1alpha1.ReasonConflict, v1alpha1.ReasonFailed, v1alpha1.ReasonInvalid, v1alpha1.ReasonSourceNotFound}
 
+// MetricNames are the names of cmsync's own metrics, as newMetrics registers them.
+func MetricNames() []string {
+	reg := prometheus.NewRegistry()
+	newMetrics(reg, desired.ConfigMapKind{}.Name())
+	families, _ := reg.Gather()
+	names := make([]string, 0, len(families))
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	return names
+}
+
 // newMetrics registers cmsync's metrics with reg (controller-runtime's registry in the
 // binary, so they are served on --metrics-bind-address with the built-in ones), with
 // series for each of the kinds cmsync replicates.

@@ -1,7 +1,7 @@
 package v1alpha1
 
 // Every label, annotation and name cmsync reads or writes, built from one prefix.
-// SPEC.md is the public contract for these values; they never change at run time.
+// docs/reference.md is the public contract for these values; they never change at run time.
 const (
 	// Prefix is the API group and the prefix of every cmsync key.
 	Prefix = "cmsync.io/"
@@ -83,7 +83,7 @@ const (
 	// replica (its data, binaryData, type and immutable flag). With the ownership that
 	// managedFields record, it tells whether a replica is in sync from its metadata
 	// alone, so cmsync watches replicas' metadata, not their content. A label, not an
-	// annotation: replicas carry cmsync's annotation keys only as SPEC.md lists them.
+	// annotation: replicas carry cmsync's annotation keys only as docs/reference.md lists them.
 	ContentHashLabel = Prefix + "content-hash"
 
 	// LastAppliedAnnotation is kubectl's client-side apply record; it describes the

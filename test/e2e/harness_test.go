@@ -3,7 +3,7 @@
 // Package e2e drives the real cmsync binary, as a separate process, against a real
 // control plane — kube-apiserver, etcd and kube-controller-manager (so namespaces finish
 // deleting and the garbage collector honours owner references) — only through the
-// public interface of SPEC.md. The chart is installed with helm, and the controller
+// public interface of docs/reference.md. The chart is installed with helm, and the controller
 // authenticates with a token of the chart's ServiceAccount, so the chart's RBAC is
 // what it runs under: a missing verb fails the suite.
 package e2e

@@ -27,7 +27,7 @@ import (
 
 // The model checker: random histories of what users do, run against the real control
 // plane with two leader-elected cmsync processes, interleaved with faults; after each
-// history the cluster must match what a small model of SPEC.md — written here, sharing
+// history the cluster must match what a small model of docs/reference.md — written here, sharing
 // no code with cmsync — says it should be. CHAOS_SEED makes a run reproducible; a
 // failing history prints its seed and the shortest prefix of its operations that
 // still fails.
@@ -124,7 +124,7 @@ func newWorld(t *testing.T, excluded *string, sourcesBarred *bool) *mcWorld {
 // tierValue makes a tier label value unique to the world.
 func (w *mcWorld) tierValue(tier string) string { return w.prefix + "-" + tier }
 
-// targets is the model of SPEC §1: the pool's namespaces matched by an entry or the
+// targets is the model of docs/annotations.md: the pool's namespaces matched by an entry or the
 // selector, minus `!` exclusions, the controller's exclusions, ignored, terminating and
 // missing namespaces (the source namespace is never in the pool).
 func (w *mcWorld) targets(entries []string, tier string) []string {

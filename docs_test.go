@@ -1,0 +1,210 @@
+package main
+
+import (
+	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/cmsync/cmsync/replicator"
+)
+
+// The docs cannot rot: every relative link and anchor of README.md and docs/ resolves,
+// the reference page names every flag, metric and key the code has, and every alert
+// links its runbook section.
+
+// docPages are the pages a reader navigates: the README and docs/.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no docs/*.md: %v", err)
+	}
+	return append([]string{"README.md"}, pages...)
+}
+
+var (
+	markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	headingLine  = regexp.MustCompile(`^#{1,6} (.+)$`)
+	notSlugChars = regexp.MustCompile(`[^\p{L}\p{N}_\- ]`)
+)
+
+// anchorsOf returns the anchors GitHub gives the headings of a Markdown file: lower
+// case, punctuation dropped, spaces as hyphens, "-1", "-2" … for repeats. Lines inside
+// fenced code blocks are not headings.
+func anchorsOf(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchors, seen, fenced := map[string]bool{}, map[string]int{}, false
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		m := headingLine.FindStringSubmatch(line)
+		if fenced || m == nil {
+			continue
+		}
+		slug := strings.ReplaceAll(notSlugChars.ReplaceAllString(strings.ToLower(strings.TrimSpace(m[1])), ""), " ", "-")
+		if n := seen[slug]; n > 0 {
+			anchors[slug+"-"+strconv.Itoa(n)] = true
+		} else {
+			anchors[slug] = true
+		}
+		seen[slug]++
+	}
+	return anchors
+}
+
+func TestDocsLinksResolve(t *testing.T) {
+	for _, page := range docPages(t) {
+		raw, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range markdownLink.FindAllStringSubmatch(string(raw), -1) {
+			target := m[1]
+			if regexp.MustCompile(`^[a-z]+:`).MatchString(target) {
+				continue // a URL, not a file of the repository
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := page
+			if file != "" {
+				path = filepath.Join(filepath.Dir(page), file)
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s: link %q: %v", page, target, err)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(path, ".md") && !anchorsOf(t, path)[anchor] {
+				t.Errorf("%s: link %q: %s has no heading #%s", page, target, path, anchor)
+			}
+		}
+	}
+}
+
+// reference is the contract page.
+func reference(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile("docs/reference.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+func TestReferenceNamesEveryFlag(t *testing.T) {
+	ref := reference(t)
+	fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
+	bindFlags(fs)
+	names := []string{"kubeconfig"} // controller-runtime's, on the process's flag set
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	for _, name := range names {
+		if !strings.Contains(ref, "`--"+name+"`") {
+			t.Errorf("docs/reference.md does not name the flag --%s", name)
+		}
+	}
+}
+
+func TestReferenceNamesEveryMetric(t *testing.T) {
+	ref := reference(t)
+	names := replicator.MetricNames()
+	if len(names) == 0 {
+		t.Fatal("no metric names")
+	}
+	for _, name := range names {
+		if !strings.Contains(ref, "`"+name) {
+			t.Errorf("docs/reference.md does not name the metric %s", name)
+		}
+	}
+}
+
+// TestReferenceNamesEveryKey reads every label and annotation key the code declares
+// (the constants of api/v1alpha1 that start with cmsync.io/, and the markers).
+func TestReferenceNamesEveryKey(t *testing.T) {
+	ref := reference(t)
+	file, err := parser.ParseFile(token.NewFileSet(), "api/v1alpha1/keys.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]string{} // constant name: value, for the ones built from Prefix
+	ast.Inspect(file, func(n ast.Node) bool {
+		spec, ok := n.(*ast.ValueSpec)
+		if !ok || len(spec.Values) != 1 {
+			return true
+		}
+		switch v := spec.Values[0].(type) {
+		case *ast.BasicLit:
+			if s, err := strconv.Unquote(v.Value); err == nil {
+				values[spec.Names[0].Name] = s
+			}
+		case *ast.BinaryExpr: // Prefix + "name"
+			if id, ok := v.X.(*ast.Ident); ok && id.Name == "Prefix" {
+				if lit, ok := v.Y.(*ast.BasicLit); ok {
+					s, _ := strconv.Unquote(lit.Value)
+					values[spec.Names[0].Name] = "cmsync.io/" + s
+				}
+			}
+		}
+		return true
+	})
+	keys := 0
+	for name, value := range values {
+		isKey := strings.HasSuffix(name, "Label") || strings.HasSuffix(name, "Annotation") || strings.HasSuffix(name, "Finalizer")
+		if !isKey || name == "LastAppliedAnnotation" {
+			continue // kubectl's, which cmsync only leaves out of replicas
+		}
+		keys++
+		if !strings.Contains(ref, "`"+value+"`") {
+			t.Errorf("docs/reference.md does not name %s (%s)", value, name)
+		}
+	}
+	if keys < 15 {
+		t.Errorf("read only %d keys from api/v1alpha1/keys.go: %v", keys, values)
+	}
+}
+
+// Every alert links its runbook: a section of docs/operations.md.
+func TestEveryAlertHasARunbook(t *testing.T) {
+	raw, err := os.ReadFile("deploy/chart/cmsync/files/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert       string            `json:"alert"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	if err := yaml.Unmarshal(raw, &rules); err != nil {
+		t.Fatal(err)
+	}
+	const base = "https://github.com/cmsync/cmsync/blob/main/docs/operations.md#"
+	anchors := anchorsOf(t, "docs/operations.md")
+	alerts := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			alerts++
+			url := r.Annotations["runbook_url"]
+			anchor, ok := strings.CutPrefix(url, base)
+			if !ok || !anchors[anchor] {
+				t.Errorf("alert %s: runbook_url %q is not a section of docs/operations.md", r.Alert, url)
+			}
+		}
+	}
+	if alerts == 0 {
+		t.Error("no alerts read")
+	}
+}
