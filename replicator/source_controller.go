@@ -65,7 +65,7 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, r.retire(ctx, owner)
 	}
 
-	plan, err := r.planFor(src, owner)
+	plan, err := r.planFor(src)
 	var invalid invalidSourceError
 	if errors.As(err, &invalid) {
 		return afterStatusWrite(ctx, r.reportInvalid(ctx, src, owner, invalid))
@@ -84,46 +84,13 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 // and nothing is created or deleted because of it.
 type invalidSourceError struct{ error }
 
-// planFor decides what the source wants, or why it cannot be acted on.
-func (r *sourceReconciler[T]) planFor(src T, owner desired.Owner) (Plan[T], error) {
-	if err := r.policy.CheckSourceNamespace(src.GetNamespace()); err != nil {
-		return Plan[T]{}, invalidSourceError{err}
+// planFor decides what the source wants (desired.Resolve), or why it cannot be acted on.
+func (r *sourceReconciler[T]) planFor(src T) (Plan[T], error) {
+	intent := desired.Resolve(r.kind, desired.AnnotatedSource(src), r.namespaces.List(), r.policy)
+	if intent.Invalid != nil {
+		return Plan[T]{}, invalidSourceError{intent.Invalid}
 	}
-	if desired.IsReplica(src) {
-		return Plan[T]{}, invalidSourceError{
-			fmt.Errorf(
-				"this %s is a replica of %s and cannot be a source; remove the %s label",
-				r.kind.Name(),
-				src.GetAnnotations()[v1alpha1.SourceAnnotation],
-				v1alpha1.ReplicateLabel,
-			),
-		}
-	}
-	if err := r.kind.CheckSource(src); err != nil {
-		return Plan[T]{}, invalidSourceError{err}
-	}
-	spec, err := desired.TargetsOf(src)
-	if err != nil {
-		return Plan[T]{}, invalidSourceError{err}
-	}
-	shape, err := desired.ShapeOf(src)
-	if err != nil {
-		return Plan[T]{}, invalidSourceError{err}
-	}
-	if err := r.policy.CheckReplicaName(shape.NameFor(src.GetName())); err != nil {
-		return Plan[T]{}, invalidSourceError{err}
-	}
-	namespaces := r.namespaces.List()
-	targets := desired.TargetNamespaces(spec, r.policy.OriginOf(src.GetNamespace(), namespaces), namespaces, r.policy)
-	plan := Plan[T]{
-		Targets:  targets.Namespaces,
-		Template: desired.NewTemplate(r.kind, src, shape, owner),
-		Boundary: targets.Notice(),
-	}
-	if err := r.policy.CheckWriteBudget(plan.Template.Size(), len(plan.Targets)); err != nil {
-		return Plan[T]{}, invalidSourceError{err}
-	}
-	return plan, nil
+	return Plan[T]{Targets: intent.Targets.Namespaces, Template: intent.Template, Boundary: intent.Targets.Notice()}, nil
 }
 
 // retire deletes every replica of a source that is gone or no longer labelled, and

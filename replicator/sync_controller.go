@@ -111,27 +111,17 @@ type syncProblem struct {
 // wakes the ConfigMapSync.
 func (p *syncProblem) retried() bool { return p.reason == v1alpha1.ReasonFailed }
 
-// planFor resolves targets and reads the source. A problem means: report and change
-// nothing; an error means: retry. With a problem, the plan has its targets when they
-// could be resolved, and no template.
+// planFor resolves the ConfigMapSync (desired.Resolve), then reads its source and
+// completes the plan with it. A problem means: report and change nothing; an error
+// means: retry. With a problem, the plan has its targets when they could be resolved,
+// and no template.
 func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSync, owner desired.Owner) (Plan[*corev1.ConfigMap], *syncProblem, error) {
-	var plan Plan[*corev1.ConfigMap]
-	spec, err := desired.ParseSyncTargets(sync.Spec)
-	if err != nil {
-		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
+	named := desired.Source[*corev1.ConfigMap]{Key: owner.Source, Sync: sync}
+	intent := desired.Resolve(r.engine.kind, named, r.namespaces.List(), r.policy)
+	plan := Plan[*corev1.ConfigMap]{Targets: intent.Targets.Namespaces}
+	if intent.Invalid != nil {
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, intent.Invalid}, nil
 	}
-	shape, err := desired.ParseSyncShape(sync.Spec)
-	if err != nil {
-		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
-	}
-	if err := r.policy.CheckSourceNamespace(owner.Source.Namespace); err != nil {
-		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
-	}
-	if err := r.policy.CheckReplicaName(desired.SyncReplicaName(sync.Spec)); err != nil {
-		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
-	}
-	// A ConfigMapSync is an administrator's: the tenant boundary does not bind it.
-	plan.Targets = desired.TargetNamespaces(spec, desired.Unbound(owner.Source.Namespace), r.namespaces.List(), r.policy).Namespaces
 	src, found, err := r.sources.Get(ctx, owner.Source)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -148,19 +138,11 @@ func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 			fmt.Errorf("source ConfigMap %s not found; existing replicas are kept until it returns or this ConfigMapSync is deleted", owner.Source),
 		}, nil
 	}
-	if desired.IsReplica(src) {
-		return plan, &syncProblem{
-			v1alpha1.ReasonInvalid,
-			fmt.Errorf("source ConfigMap %s is itself a replica of %s; name the original", owner.Source, src.Annotations[v1alpha1.SourceAnnotation]),
-		}, nil
+	named.Meta, named.Object, named.Whole = src, src, true
+	if intent = intent.WithSource(r.engine.kind, named, r.policy); intent.Invalid != nil {
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, intent.Invalid}, nil
 	}
-	if shape.Strip, err = desired.StripMetadataOf(src); err != nil {
-		return plan, &syncProblem{v1alpha1.ReasonInvalid, fmt.Errorf("source ConfigMap %s: %w", owner.Source, err)}, nil
-	}
-	plan.Template = desired.NewTemplate(r.engine.kind, src, shape, owner)
-	if err := r.policy.CheckWriteBudget(plan.Template.Size(), len(plan.Targets)); err != nil {
-		return plan, &syncProblem{v1alpha1.ReasonInvalid, err}, nil
-	}
+	plan.Template = intent.Template
 	return plan, nil, nil
 }
 

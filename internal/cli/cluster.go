@@ -13,9 +13,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -29,8 +31,9 @@ var (
 	secretKind    = desired.SecretKind{}.Name()
 )
 
-// cluster reads what the plugin needs, as metadata wherever that suffices: a Secret's
-// values are never read.
+// cluster reads what the plugin needs, as metadata wherever that suffices. A source is
+// read whole, so that the plugin decides as the controller does (a Secret's type, the
+// size against --max-replicated-bytes); a value is never shown.
 type cluster struct {
 	client client.Client
 }
@@ -100,6 +103,42 @@ func (c cluster) objectNamed(ctx context.Context, kind, namespace, name string) 
 		return nil, nil
 	}
 	return obj, nil
+}
+
+// sourceObject reads the source of kind at key: its metadata (nil when there is none)
+// and, when the plugin may read it, the whole object.
+func (c cluster) sourceObject(ctx context.Context, kind string, key types.NamespacedName) (input, error) {
+	in := input{kind: kind, key: key}
+	var whole client.Object = &corev1.ConfigMap{}
+	if kind == secretKind {
+		whole = &corev1.Secret{}
+	}
+	err := c.client.Get(ctx, key, whole)
+	switch {
+	case err == nil:
+		in.meta, in.whole = whole, whole
+		return in, nil
+	case apierrors.IsNotFound(err):
+		return in, nil
+	case !apierrors.IsForbidden(err):
+		return input{}, fmt.Errorf("reading %s %s: %w", kind, key, err)
+	}
+	// Allowed its metadata only: decided without the content (the kind's check and
+	// the byte budget are then not made).
+	obj, err := c.objectNamed(ctx, kind, key.Namespace, key.Name)
+	if err != nil || obj == nil {
+		return in, err
+	}
+	in.meta = obj
+	return in, nil
+}
+
+// syncInput is a ConfigMapSync and the ConfigMap it names, as far as it exists.
+func (c cluster) syncInput(ctx context.Context, sync *v1alpha1.ConfigMapSync) (input, error) {
+	owner := desired.SyncOwner(sync)
+	in, err := c.sourceObject(ctx, configMapKind, owner.Source)
+	in.sync = sync
+	return in, err
 }
 
 // objectsNamed reads, with one request, the metadata of every object of kind named

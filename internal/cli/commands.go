@@ -156,15 +156,15 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var changed source
+			var changed input
 			if file != "" {
-				changed, err = changedFromFile(cmd.Context(), c, file, policy)
+				changed, err = changedFromFile(cmd.Context(), c, file)
 			} else {
 				k, kindErr := kindOf(kind)
 				if kindErr != nil {
 					return kindErr
 				}
-				changed, err = changedAnnotations(cmd.Context(), c, k, args[0], annotations, policy)
+				changed, err = changedAnnotations(cmd.Context(), c, k, args[0], annotations)
 			}
 			if err != nil {
 				return err

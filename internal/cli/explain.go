@@ -37,24 +37,25 @@ type Explanation struct {
 // explain answers for the source kind/ref in the namespace in (every namespace when
 // empty).
 func explain(ctx context.Context, c cluster, kind, ref, in string, policy desired.Policy) (Explanation, error) {
-	src, err := readSource(ctx, c, kind, ref, policy)
+	namespaces, err := c.namespaces(ctx)
 	if err != nil {
 		return Explanation{}, err
 	}
+	read, err := readSource(ctx, c, kind, ref)
+	if err != nil {
+		return Explanation{}, err
+	}
+	src := resolve(read, namespaces, policy)
 	out := Explanation{Source: src.describe}
 	if src.invalid != nil {
 		out.Invalid = src.invalid.Error()
 		return out, nil
 	}
-	namespaces, err := c.namespaces(ctx)
-	if err != nil {
-		return Explanation{}, err
-	}
 	named, err := c.objectsNamed(ctx, src.kind, src.replicaName)
 	if err != nil {
 		return Explanation{}, err
 	}
-	origin := src.origin(namespaces, policy)
+	origin := src.origin
 	found := false
 	for _, ns := range namespaces {
 		if in != "" && ns.Name != in {
@@ -90,25 +91,26 @@ func whatIsThere(src source, obj *metav1.PartialObjectMetadata, wanted bool) str
 	return "another object of that name (not this source's)"
 }
 
-// readSource reads the source kind/ref from the cluster.
-func readSource(ctx context.Context, c cluster, kind, ref string, policy desired.Policy) (source, error) {
+// readSource reads the source kind/ref from the cluster: a ConfigMap or Secret, or a
+// ConfigMapSync and the ConfigMap it names.
+func readSource(ctx context.Context, c cluster, kind, ref string) (input, error) {
 	key, err := parseSourceRef(kind, ref)
 	if err != nil {
-		return source{}, err
+		return input{}, err
 	}
 	if kind == v1alpha1.ConfigMapSyncKind {
 		var sync v1alpha1.ConfigMapSync
 		if err := c.client.Get(ctx, client.ObjectKey{Name: key.Name}, &sync); err != nil {
-			return source{}, fmt.Errorf("reading ConfigMapSync %s: %w", key.Name, err)
+			return input{}, fmt.Errorf("reading ConfigMapSync %s: %w", key.Name, err)
 		}
-		return syncSource(&sync, policy), nil
+		return c.syncInput(ctx, &sync)
 	}
-	obj, err := c.objectNamed(ctx, kind, key.Namespace, key.Name)
+	in, err := c.sourceObject(ctx, kind, key)
 	if err != nil {
-		return source{}, err
+		return input{}, err
 	}
-	if obj == nil {
-		return source{}, fmt.Errorf("%s %s not found", kind, key)
+	if in.meta == nil {
+		return input{}, fmt.Errorf("%s %s not found", kind, key)
 	}
-	return annotatedSource(kind, obj, policy), nil
+	return in, nil
 }

@@ -6,7 +6,9 @@ import (
 	"os"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -42,7 +44,12 @@ type Preview struct {
 }
 
 // previewOf computes what the changed source would do, given its replicas now.
-func previewOf(ctx context.Context, c cluster, changed source, policy desired.Policy) (Preview, error) {
+func previewOf(ctx context.Context, c cluster, read input, policy desired.Policy) (Preview, error) {
+	namespaces, err := c.namespaces(ctx)
+	if err != nil {
+		return Preview{}, err
+	}
+	changed := resolve(read, namespaces, policy)
 	out := Preview{Source: changed.describe, Gain: []Change{}, Lose: []Change{}, Conflicts: []Change{}}
 	if changed.invalid != nil {
 		out.Invalid = changed.invalid.Error()
@@ -56,10 +63,6 @@ func previewOf(ctx context.Context, c cluster, changed source, policy desired.Po
 	for _, r := range existing {
 		current[r.Namespace+"/"+r.Name] = true
 	}
-	namespaces, err := c.namespaces(ctx)
-	if err != nil {
-		return Preview{}, err
-	}
 	byName := map[string]desired.Namespace{}
 	for _, ns := range namespaces {
 		byName[ns.Name] = ns
@@ -69,8 +72,7 @@ func previewOf(ctx context.Context, c cluster, changed source, policy desired.Po
 		return Preview{}, err
 	}
 	wanted := map[string]bool{}
-	origin := changed.origin(namespaces, policy)
-	targets := desired.TargetNamespaces(changed.targets, origin, namespaces, policy)
+	origin, targets := changed.origin, changed.resolved
 	for _, ns := range targets.Outside {
 		out.Outside = append(out.Outside, Change{ns, changed.replicaName, desired.ExplainTarget(changed.targets, origin, byName[ns], policy).Rule})
 	}
@@ -105,62 +107,66 @@ func previewOf(ctx context.Context, c cluster, changed source, policy desired.Po
 }
 
 // changedFromFile reads the changed source from a manifest: a ConfigMap or Secret of
-// the annotation form, or a ConfigMapSync. Only metadata is read from a ConfigMap or
-// Secret: what a change does depends on its labels and annotations alone.
-func changedFromFile(ctx context.Context, c cluster, path string, policy desired.Policy) (source, error) {
+// the annotation form, or a ConfigMapSync (with the ConfigMap it names, from the
+// cluster).
+func changedFromFile(ctx context.Context, c cluster, path string) (input, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return source{}, err
+		return input{}, err
 	}
 	var typed metav1.TypeMeta
 	if err := yaml.Unmarshal(raw, &typed); err != nil {
-		return source{}, fmt.Errorf("%s: %w", path, err)
+		return input{}, fmt.Errorf("%s: %w", path, err)
 	}
 	switch typed.Kind {
 	case configMapKind, secretKind:
-		var obj metav1.PartialObjectMetadata
-		if err := yaml.Unmarshal(raw, &obj); err != nil {
-			return source{}, fmt.Errorf("%s: %w", path, err)
+		var obj client.Object = &corev1.ConfigMap{}
+		if typed.Kind == secretKind {
+			obj = &corev1.Secret{}
 		}
-		if obj.Namespace == "" {
-			return source{}, fmt.Errorf("%s: set metadata.namespace: where the source lives decides its targets", path)
+		if err := yaml.Unmarshal(raw, obj); err != nil {
+			return input{}, fmt.Errorf("%s: %w", path, err)
 		}
-		return annotatedSource(typed.Kind, &obj, policy), nil
+		if obj.GetNamespace() == "" {
+			return input{}, fmt.Errorf("%s: set metadata.namespace: where the source lives decides its targets", path)
+		}
+		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		return input{kind: typed.Kind, key: key, meta: obj, whole: obj}, nil
 	case v1alpha1.ConfigMapSyncKind:
 		var sync v1alpha1.ConfigMapSync
 		if err := yaml.UnmarshalStrict(raw, &sync); err != nil {
-			return source{}, fmt.Errorf("%s: %w", path, err)
+			return input{}, fmt.Errorf("%s: %w", path, err)
 		}
 		// An existing ConfigMapSync's replicas are found by its UID.
 		var existing v1alpha1.ConfigMapSync
 		if err := c.client.Get(ctx, client.ObjectKey{Name: sync.Name}, &existing); client.IgnoreNotFound(err) != nil {
-			return source{}, err
+			return input{}, err
 		}
 		sync.UID = existing.UID
-		return syncSource(&sync, policy), nil
+		return c.syncInput(ctx, &sync)
 	}
-	return source{}, fmt.Errorf("%s: kind %q is not a source: give a ConfigMap, a Secret or a ConfigMapSync", path, typed.Kind)
+	return input{}, fmt.Errorf("%s: kind %q is not a source: give a ConfigMap, a Secret or a ConfigMapSync", path, typed.Kind)
 }
 
 // changedAnnotations reads an existing ConfigMap or Secret source and applies
 // "key=value" (set) and "key-" (remove) to its annotations, as kubectl annotate would.
-func changedAnnotations(ctx context.Context, c cluster, kind, ref string, changes []string, policy desired.Policy) (source, error) {
+func changedAnnotations(ctx context.Context, c cluster, kind, ref string, changes []string) (input, error) {
 	key, err := parseSourceRef(kind, ref)
 	if err != nil {
-		return source{}, err
+		return input{}, err
 	}
 	if kind == v1alpha1.ConfigMapSyncKind {
-		return source{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a ConfigMapSync with -f")
+		return input{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a ConfigMapSync with -f")
 	}
-	obj, err := c.objectNamed(ctx, kind, key.Namespace, key.Name)
+	in, err := c.sourceObject(ctx, kind, key)
 	if err != nil {
-		return source{}, err
+		return input{}, err
 	}
-	if obj == nil {
-		return source{}, fmt.Errorf("%s %s not found (preview a new source with -f)", kind, key)
+	if in.meta == nil {
+		return input{}, fmt.Errorf("%s %s not found (preview a new source with -f)", kind, key)
 	}
 	annotations := map[string]string{}
-	for k, v := range obj.Annotations {
+	for k, v := range in.meta.GetAnnotations() {
 		annotations[k] = v
 	}
 	for _, change := range changes {
@@ -170,10 +176,10 @@ func changedAnnotations(ctx context.Context, c cluster, kind, ref string, change
 		}
 		name, value, ok := strings.Cut(change, "=")
 		if !ok || name == "" {
-			return source{}, fmt.Errorf("--set-annotation %q: give KEY=VALUE, or KEY- to remove it", change)
+			return input{}, fmt.Errorf("--set-annotation %q: give KEY=VALUE, or KEY- to remove it", change)
 		}
 		annotations[name] = value
 	}
-	obj.Annotations = annotations
-	return annotatedSource(kind, obj, policy), nil
+	in.meta.SetAnnotations(annotations)
+	return in, nil
 }

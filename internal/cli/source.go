@@ -1,84 +1,72 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/replicator/desired"
 )
 
-// source is what the controller decides from one source, made by the controller's own
-// functions: the owner of its replicas, their name and kind, and its targets; or why
-// the controller will not act on it.
+// source is what the controller decides from one source (desired.Resolve, the
+// controller's own decision): the owner of its replicas, their name and kind, where
+// they go; or why the controller will not act on it.
 type source struct {
 	// describe names it for a person: "ConfigMap platform/ca-bundle", "ConfigMapSync ca".
 	describe    string
 	kind        string
 	owner       desired.Owner
-	namespace   string
 	replicaName string
 	targets     desired.TargetSpec
-	// bound: the tenant boundary applies to it (the annotation form; desired.OriginOf).
-	bound bool
+	origin      desired.Origin
+	resolved    desired.Targets
 	// invalid is why the controller refuses the source: it then changes nothing.
 	invalid error
 }
 
-// origin is where the source lives, as the tenant boundary sees it among namespaces.
-func (s source) origin(namespaces []desired.Namespace, policy desired.Policy) desired.Origin {
-	if s.bound {
-		return policy.OriginOf(s.namespace, namespaces)
-	}
-	return desired.Unbound(s.namespace)
+// input is a source as the plugin read it: its metadata (nil when a ConfigMapSync's
+// source does not exist), and the whole object when it could be read.
+type input struct {
+	kind  string
+	key   types.NamespacedName
+	meta  metav1.Object
+	whole client.Object
+	sync  *v1alpha1.ConfigMapSync
 }
 
-// annotatedSource is the annotation form's source obj of kind. (A Secret's type is not
-// read, so a service-account token source is not recognised as Invalid here.)
-func annotatedSource(kind string, obj metav1.Object, policy desired.Policy) source {
-	key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	s := source{
-		describe: kind + " " + key.String(), kind: kind, owner: desired.AnnotationOwner(kind, key),
-		namespace: key.Namespace, replicaName: key.Name, bound: true,
+// resolve decides as the controller does, with the controller's own function.
+func resolve(in input, namespaces []desired.Namespace, policy desired.Policy) source {
+	if in.sync != nil {
+		return sourceOf(v1alpha1.ConfigMapSyncKind+" "+in.sync.Name, in.kind, resolveKind(desired.ConfigMapKind{}, in, namespaces, policy))
 	}
-	if obj.GetLabels()[v1alpha1.ReplicateLabel] != v1alpha1.ReplicateLabelValue {
-		s.invalid = fmt.Errorf("it is not labelled %s=%s, so it has no replicas", v1alpha1.ReplicateLabel, v1alpha1.ReplicateLabelValue)
-		return s
+	describe := in.kind + " " + in.key.String()
+	if in.meta.GetLabels()[v1alpha1.ReplicateLabel] != v1alpha1.ReplicateLabelValue {
+		return source{describe: describe, kind: in.kind, owner: desired.AnnotationOwner(in.kind, in.key), replicaName: in.key.Name,
+			invalid: fmt.Errorf("it is not labelled %s=%s, so it has no replicas", v1alpha1.ReplicateLabel, v1alpha1.ReplicateLabelValue)}
 	}
-	if err := policy.CheckSourceNamespace(key.Namespace); err != nil {
-		s.invalid = err
-		return s
+	if in.kind == secretKind {
+		return sourceOf(describe, in.kind, resolveKind(desired.SecretKind{}, in, namespaces, policy))
 	}
-	if desired.IsReplica(obj) {
-		s.invalid = fmt.Errorf("it is a replica of %s and cannot be a source", obj.GetAnnotations()[v1alpha1.SourceAnnotation])
-		return s
-	}
-	targets, targetsErr := desired.TargetsOf(obj)
-	shape, shapeErr := desired.ShapeOf(obj)
-	if err := errors.Join(targetsErr, shapeErr); err != nil {
-		s.invalid = err
-		return s
-	}
-	s.targets, s.replicaName = targets, shape.NameFor(key.Name)
-	s.invalid = policy.CheckReplicaName(s.replicaName)
-	return s
+	return sourceOf(describe, in.kind, resolveKind(desired.ConfigMapKind{}, in, namespaces, policy))
 }
 
-// syncSource is the source a ConfigMapSync names, as the ConfigMapSync's spec decides.
-func syncSource(sync *v1alpha1.ConfigMapSync, policy desired.Policy) source {
-	owner := desired.SyncOwner(sync)
-	s := source{
-		describe: v1alpha1.ConfigMapSyncKind + " " + sync.Name, kind: configMapKind, owner: owner,
-		namespace: owner.Source.Namespace, replicaName: desired.SyncReplicaName(sync.Spec),
+func resolveKind[T desired.Object](kind desired.Kind[T], in input, namespaces []desired.Namespace, policy desired.Policy) desired.Intent[T] {
+	src := desired.Source[T]{Key: in.key, Meta: in.meta, Sync: in.sync}
+	if whole, ok := in.whole.(T); ok {
+		src.Object, src.Whole = whole, true
 	}
-	targets, targetsErr := desired.ParseSyncTargets(sync.Spec)
-	_, shapeErr := desired.ParseSyncShape(sync.Spec)
-	s.targets, s.invalid = targets, errors.Join(targetsErr, shapeErr, policy.CheckSourceNamespace(owner.Source.Namespace), policy.CheckReplicaName(s.replicaName))
-	return s
+	return desired.Resolve(kind, src, namespaces, policy)
+}
+
+func sourceOf[T desired.Object](describe, kind string, intent desired.Intent[T]) source {
+	return source{
+		describe: describe, kind: kind, owner: intent.Owner, replicaName: intent.ReplicaName,
+		targets: intent.Spec, origin: intent.Origin, resolved: intent.Targets, invalid: intent.Invalid,
+	}
 }
 
 // parseSourceRef reads "NAMESPACE/NAME" (a ConfigMap or Secret) or, for a

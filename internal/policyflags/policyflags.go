@@ -25,10 +25,18 @@ var (
 		"Comma list of namespace globs where sources may live; sources elsewhere are reported Invalid."}
 	MaxReplicatedBytes = Flag{"max-replicated-bytes", resource.NewQuantity(desired.DefaultMaxReplicatedBytes, resource.BinarySI).String(),
 		"Most bytes of content one source may write across all its targets (a quantity, e.g. 1Gi; 0: no limit); a source over it is Invalid, before any write."}
-	ReservedNames = Flag{"reserved-names", "",
-		"Comma list of object names cmsync never creates, changes or deletes, besides kube-root-ca.crt (e.g. istio-ca-root-cert); a source whose replicas would bear one is Invalid."}
-	TenantLabel = Flag{"tenant-label", "",
-		"Namespace label naming a namespace's tenant (e.g. capsule.clastix.io/tenant); when set, a source in a tenant's namespace replicates only within its tenant and into namespaces whose cmsync.io/accept-from accepts its namespace."}
+	ReservedNames = Flag{
+		"reserved-names",
+		"",
+		"Comma list of object names cmsync never creates, changes or deletes, besides kube-root-ca.crt (e.g. istio-ca-root-cert); " +
+			"a source whose replicas would bear one is Invalid.",
+	}
+	TenantLabel = Flag{
+		"tenant-label",
+		"",
+		"Namespace label naming a namespace's tenant (e.g. capsule.clastix.io/tenant); when set, a source in a tenant's namespace replicates " +
+			"only within its tenant and into namespaces whose cmsync.io/accept-from accepts its namespace.",
+	}
 )
 
 // All are the policy flags, in the order they are documented.

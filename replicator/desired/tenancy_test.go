@@ -49,12 +49,16 @@ func TestTenantBoundary(t *testing.T) {
 		noticeParts []string
 	}{
 		{
-			name: "a tenant's source stays in its tenant and the namespaces accepting it", policy: bounded,
-			origin:      func(p Policy) Origin { return p.OriginOf("a-dev", tenantNamespaces) },
-			want:        []string{"a-prod", "b-open", "b-shared", "shared"},
-			outside:     []string{"b-broken", "b-dev", "b-prod", "empty-tenant", "platform"},
-			unparsable:  []string{"b-broken"},
-			noticeParts: []string{`5 matched namespaces are outside tenant "a" and not accepting from a-dev (b-broken, b-dev, b-prod and 2 more)`, "cmsync.io/accept-from of b-broken cannot be parsed"},
+			name:       "a tenant's source stays in its tenant and the namespaces accepting it",
+			policy:     bounded,
+			origin:     func(p Policy) Origin { return p.OriginOf("a-dev", tenantNamespaces) },
+			want:       []string{"a-prod", "b-open", "b-shared", "shared"},
+			outside:    []string{"b-broken", "b-dev", "b-prod", "empty-tenant", "platform"},
+			unparsable: []string{"b-broken"},
+			noticeParts: []string{
+				`5 matched namespaces are outside tenant "a" and not accepting from a-dev (b-broken, b-dev, b-prod and 2 more)`,
+				"cmsync.io/accept-from of b-broken cannot be parsed",
+			},
 		},
 		{
 			name: "an exclusion in accept-from keeps the named namespace out", policy: bounded,
@@ -97,7 +101,15 @@ func TestTenantBoundary(t *testing.T) {
 			origin := tt.origin(tt.policy)
 			got := TargetNamespaces(everywhere, origin, tenantNamespaces, tt.policy)
 			if !reflect.DeepEqual(got.Namespaces, tt.want) || !reflect.DeepEqual(got.Outside, tt.outside) || !reflect.DeepEqual(got.Unparsable, tt.unparsable) {
-				t.Errorf("got %v, outside %v, unparsable %v\nwant %v, outside %v, unparsable %v", got.Namespaces, got.Outside, got.Unparsable, tt.want, tt.outside, tt.unparsable)
+				t.Errorf(
+					"got %v, outside %v, unparsable %v\nwant %v, outside %v, unparsable %v",
+					got.Namespaces,
+					got.Outside,
+					got.Unparsable,
+					tt.want,
+					tt.outside,
+					tt.unparsable,
+				)
 			}
 			if (got.Notice() == "") != (len(tt.outside) == 0) {
 				t.Errorf("notice %q with %d outside", got.Notice(), len(tt.outside))
@@ -126,7 +138,11 @@ func TestExplainTenantBoundary(t *testing.T) {
 		{"a-prod", true, `matched by the glob "*"`},
 		{"b-shared", true, `matched by the glob "*"; accepted across tenants by the namespace's cmsync.io/accept-from "a-dev"`},
 		{"b-dev", false, `outside tenant "a" of the source's namespace (it is in tenant "b"); it does not accept from a-dev (no cmsync.io/accept-from)`},
-		{"platform", false, `outside tenant "a" of the source's namespace (it has no capsule.clastix.io/tenant label); it does not accept from a-dev (no cmsync.io/accept-from)`},
+		{
+			"platform",
+			false,
+			`outside tenant "a" of the source's namespace (it has no capsule.clastix.io/tenant label); it does not accept from a-dev (no cmsync.io/accept-from)`,
+		},
 		{"b-broken", false, `invalid cmsync.io/accept-from "a-dev,[x": entry "[x": malformed glob: syntax error in pattern, so it accepts nothing`},
 	}
 	for _, tt := range tests {
@@ -155,7 +171,10 @@ func TestReservedNames(t *testing.T) {
 }
 
 func TestParsePolicyValues(t *testing.T) {
-	if got, err := ParseReservedNames(" istio-ca-root-cert, ,openshift-service-ca.crt"); err != nil || !reflect.DeepEqual(got, []string{"istio-ca-root-cert", "openshift-service-ca.crt"}) {
+	if got, err := ParseReservedNames(
+		" istio-ca-root-cert, ,openshift-service-ca.crt",
+	); err != nil ||
+		!reflect.DeepEqual(got, []string{"istio-ca-root-cert", "openshift-service-ca.crt"}) {
 		t.Errorf("ParseReservedNames: %v %v", got, err)
 	}
 	for _, bad := range []string{"Upper", "a b", "ca-*", "x/y"} {
@@ -172,7 +191,10 @@ func TestParsePolicyValues(t *testing.T) {
 		}
 	}
 	for value, wantErr := range map[string]string{"": "the list is empty", "!a": "only exclusions", "a,,b": "empty name", "A": "cannot appear"} {
-		if _, _, err := ParseAcceptFrom(value); err == nil || !strings.Contains(err.Error(), wantErr) || !strings.Contains(err.Error(), "cmsync.io/accept-from") {
+		if _, _, err := ParseAcceptFrom(
+			value,
+		); err == nil || !strings.Contains(err.Error(), wantErr) ||
+			!strings.Contains(err.Error(), "cmsync.io/accept-from") {
 			t.Errorf("ParseAcceptFrom(%q): %v, want %q", value, err, wantErr)
 		}
 	}

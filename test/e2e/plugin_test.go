@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -284,4 +285,63 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// kubectl cmsync decides with the controller's own function (desired.Resolve), so it
+// calls Invalid exactly what the controller marks Invalid, with the same message: a
+// service-account token labelled as a source, and a source over the byte budget.
+func TestKubectlPluginDecidesAsTheController(t *testing.T) {
+	startController(t, "--secrets=enabled", "--max-replicated-bytes=1Ki")
+	ctx := context.Background()
+	suffix := randomSuffix()
+	src := newNamespace(t, "plugdec", nil)
+	a, b := newNamespace(t, "plugdec-"+suffix, nil), newNamespace(t, "plugdec-"+suffix, nil)
+	deleteSourcesAtEnd(t, []string{src})
+	targets := map[string]string{v1alpha1.TargetNamespacesAnnotation: "plugdec-" + suffix + "-*"}
+
+	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "robot"}}))
+	must(t, k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: src,
+			Name:      "robot-token",
+			Labels:    map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{
+				corev1.ServiceAccountNameKey:        "robot",
+				v1alpha1.TargetNamespacesAnnotation: targets[v1alpha1.TargetNamespacesAnnotation],
+			},
+		},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}))
+	must(t, k8s.Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "big", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: targets},
+		Data:       map[string]string{"blob": strings.Repeat("x", 600)},
+	}))
+	for _, tc := range []struct{ kind, name, fragment string }{
+		{"secret", "robot-token", "token"},
+		{"configmap", "big", "--max-replicated-bytes"},
+	} {
+		var controllerSays string
+		eventually(t, 30*time.Second, tc.name+" Invalid", func() error {
+			obj := &metav1.PartialObjectMetadata{}
+			obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(map[string]string{"secret": "Secret", "configmap": "ConfigMap"}[tc.kind]))
+			if err := k8s.Get(ctx, client.ObjectKey{Namespace: src, Name: tc.name}, obj); err != nil {
+				return err
+			}
+			if obj.Annotations[v1alpha1.StatusAnnotation] != v1alpha1.StatusInvalid {
+				return fmt.Errorf("status %q", obj.Annotations[v1alpha1.StatusAnnotation])
+			}
+			controllerSays = obj.Annotations[v1alpha1.MessageAnnotation]
+			return nil
+		})
+		var e cli.Explanation
+		pluginJSON(t, &e, "explain", src+"/"+tc.name, "--kind", tc.kind, "--all", "--max-replicated-bytes=1Ki")
+		if e.Invalid == "" || e.Invalid != controllerSays || !strings.Contains(e.Invalid, tc.fragment) {
+			t.Errorf("%s: kubectl cmsync says Invalid %q; the controller %q", tc.name, e.Invalid, controllerSays)
+		}
+	}
+	for _, ns := range []string{a, b} {
+		if _, err := getConfigMap(ns, "big"); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: a replica of an Invalid source: %v", ns, err)
+		}
+	}
 }

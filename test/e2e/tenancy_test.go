@@ -53,7 +53,10 @@ func TestTenantBoundary(t *testing.T) {
 	}))
 	waitForReplicas(t, a1, "app", 30*time.Second, a2)
 	src := waitForAnnotation(t, a1, "app", v1alpha1.SyncedAnnotation, "1/1")
-	if msg := src.Annotations[v1alpha1.MessageAnnotation]; !strings.HasSuffix(msg, fmt.Sprintf(`3 matched namespaces are outside tenant %q and not accepting from %s (%s)`, tenantA, a1, strings.Join(sortedOf(b1, b2, platform), ", "))) {
+	if msg := src.Annotations[v1alpha1.MessageAnnotation]; !strings.HasSuffix(
+		msg,
+		fmt.Sprintf(`3 matched namespaces are outside tenant %q and not accepting from %s (%s)`, tenantA, a1, strings.Join(sortedOf(b1, b2, platform), ", ")),
+	) {
 		t.Errorf("message %q does not end by saying what the boundary kept out", msg)
 	}
 	explainBoundary(t, a1, prefix, tenantA, tenantB, a2, b1, b2, platform)
@@ -67,21 +70,21 @@ func TestTenantBoundary(t *testing.T) {
 	waitForReplicas(t, platform, "ca", 30*time.Second, a1, a2, b1, b2)
 
 	// b1 accepts a1: exactly a1's source comes in; without the annotation it goes.
-	annotate(t, b1, v1alpha1.AcceptFromAnnotation, a1)
+	acceptFrom(t, b1, a1)
 	waitForReplicas(t, a1, "app", 30*time.Second, a2, b1)
 	waitForAnnotation(t, a1, "app", v1alpha1.SyncedAnnotation, "2/2")
-	annotate(t, b2, v1alpha1.AcceptFromAnnotation, "x-*,"+platform)
+	acceptFrom(t, b2, "x-*,"+platform)
 	consistently(t, 3*time.Second, "no replica in a namespace accepting others", func() error {
 		if got := replicasOf(t, a1, "app"); !sameSet(got, []string{a2, b1}) {
 			return fmt.Errorf("replicas in %v", got)
 		}
 		return nil
 	})
-	annotate(t, b1, v1alpha1.AcceptFromAnnotation, "")
+	acceptFrom(t, b1, "")
 	waitForReplicas(t, a1, "app", 30*time.Second, a2)
 
 	// A malformed accept-from accepts nothing, and both the source and the log say so.
-	annotate(t, b2, v1alpha1.AcceptFromAnnotation, a1+",[x")
+	acceptFrom(t, b2, a1+",[x")
 	eventually(t, 30*time.Second, "the message names the malformed accept-from", func() error {
 		cm, err := getConfigMap(a1, "app")
 		if err != nil {
@@ -134,7 +137,7 @@ func TestNoTenantLabelNoBoundary(t *testing.T) {
 	prefix := "nten" + suffix
 	a := newNamespace(t, prefix, map[string]string{tenantLabel: "a" + suffix})
 	b := newNamespace(t, prefix, map[string]string{tenantLabel: "b" + suffix})
-	annotate(t, b, v1alpha1.AcceptFromAnnotation, "nobody")
+	acceptFrom(t, b, "nobody")
 	deleteSourcesAtEnd(t, []string{a})
 	must(t, editorIn(t, a).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
@@ -167,8 +170,15 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 	must(t, err)
 
 	forged := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "forged-ca", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
-			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: prefix + "-new-*", v1alpha1.TargetNameAnnotation: v1alpha1.RootCAConfigMapName}},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: src,
+			Name:      "forged-ca",
+			Labels:    map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{
+				v1alpha1.TargetNamespacesAnnotation: prefix + "-new-*",
+				v1alpha1.TargetNameAnnotation:       v1alpha1.RootCAConfigMapName,
+			},
+		},
 		Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\nforged\n-----END CERTIFICATE-----\n"},
 	}
 	must(t, warned.Create(ctx, forged))
@@ -182,7 +192,7 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 
 	// New namespaces the source matches get the cluster's CA, and keep it.
 	clusterCA := rootCAOf(t, "default")
-	var created []string
+	created := make([]string, 0, 4)
 	for range 4 {
 		created = append(created, newNamespace(t, prefix+"-new", nil))
 	}
@@ -213,7 +223,10 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "mesh", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: prefix + "-new-*", v1alpha1.TargetNameAnnotation: "istio-ca-root-cert"}},
 	}))
-	for name, reserved := range map[string]string{v1alpha1.RootCAConfigMapName: v1alpha1.RootCAConfigMapName, "istio-ca-root-cert": "istio-ca-root-cert", "mesh": "istio-ca-root-cert"} {
+	reservedOf := map[string]string{
+		v1alpha1.RootCAConfigMapName: v1alpha1.RootCAConfigMapName, "istio-ca-root-cert": "istio-ca-root-cert", "mesh": "istio-ca-root-cert",
+	}
+	for name, reserved := range reservedOf {
 		cm := waitForAnnotation(t, src, name, v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
 		if msg := cm.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, reserved+", a reserved name") {
 			t.Errorf("%s: message %q does not name %s", name, msg, reserved)
@@ -237,7 +250,8 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 	eventually(t, 30*time.Second, "the ConfigMapSync Invalid", func() error {
 		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(sync), sync))
 		ready := meta.FindStatusCondition(sync.Status.Conditions, v1alpha1.ConditionReady)
-		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.ReasonInvalid || !strings.Contains(ready.Message, "kube-root-ca.crt, a reserved name") {
+		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.ReasonInvalid ||
+			!strings.Contains(ready.Message, "kube-root-ca.crt, a reserved name") {
 			return fmt.Errorf("ready %+v", ready)
 		}
 		return nil
@@ -276,7 +290,7 @@ func explainBoundary(t *testing.T, a1, prefix, tenantA, tenantB, a2, b1, b2, pla
 	}
 	var p cli.Preview
 	pluginJSON(t, &p, "preview", a1+"/app", "--set-annotation", v1alpha1.TargetNamespacesAnnotation+"="+prefix+"-*", "--tenant-label="+tenantLabel)
-	var kept []string
+	kept := make([]string, 0, len(p.Outside))
 	for _, c := range p.Outside {
 		kept = append(kept, c.Namespace)
 	}
@@ -316,10 +330,11 @@ func holdsClusterCA(namespace, clusterCA string) error {
 	return nil
 }
 
-// annotate sets (or, with value "", removes) an annotation of a namespace, as its
-// administrator.
-func annotate(t *testing.T, namespace, key, value string) {
+// acceptFrom sets (or, with value "", removes) a namespace's cmsync.io/accept-from, as
+// its administrator.
+func acceptFrom(t *testing.T, namespace, value string) {
 	t.Helper()
+	key := v1alpha1.AcceptFromAnnotation
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)
 	if value == "" {
 		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, key)

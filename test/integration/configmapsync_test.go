@@ -473,3 +473,33 @@ func TestConfigMapSyncStatusIsOnePassView(t *testing.T) {
 	}
 	t.Logf("%d statuses checked over %d generations", statuses, len(targets))
 }
+
+// The source's cmsync.io/strip-metadata is its owner's say over what of their metadata
+// leaves the namespace, whichever form copies it: a ConfigMapSync's replicas leave the
+// stripped keys out too, and a malformed one makes the ConfigMapSync Invalid, naming
+// the source. (target-name and keys shape the replicas per form: a ConfigMapSync's are
+// its spec's.)
+func TestConfigMapSyncHonoursTheSourcesStripMetadata(t *testing.T) {
+	startController(t)
+	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+	src := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: srcNS, Name: "app", Labels: map[string]string{"internal.example.com/owner": "x", "keep": "1"},
+			Annotations: map[string]string{v1alpha1.StripMetadataAnnotation: "internal.example.com/*", v1alpha1.TargetNameAnnotation: "ignored-here"}},
+		Data: map[string]string{"k": "v"},
+	}
+	must(t, k8s.Create(context.Background(), src))
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, DestinationNamespace: dst, ConfigMapName: "app"})
+	waitForSyncReplicasIn(t, sync, dst)
+	replica, err := getConfigMap(dst, "app")
+	must(t, err)
+	if _, ok := replica.Labels["internal.example.com/owner"]; ok || replica.Labels["keep"] != "1" {
+		t.Errorf("replica labels %v: the source's strip-metadata not honoured", replica.Labels)
+	}
+
+	update(t, src, func(cm *corev1.ConfigMap) { cm.Annotations[v1alpha1.StripMetadataAnnotation] = "internal.[x" })
+	got := waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid)
+	if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "source ConfigMap "+srcNS+"/app") ||
+		!strings.Contains(msg, "strip-metadata") {
+		t.Errorf("message %q", msg)
+	}
+}

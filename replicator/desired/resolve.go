@@ -1,0 +1,149 @@
+package desired
+
+import (
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+// Source is one source as Resolve reads it, in either form.
+type Source[T Object] struct {
+	// Key names the source object.
+	Key types.NamespacedName
+	// Meta is the source's metadata; nil while it has not been read, or when it does not
+	// exist (a ConfigMapSync may name a missing one).
+	Meta metav1.Object
+	// Object is the source with its content, when it was read whole (Whole): then the
+	// kind's check of the source and the byte budget are decided too.
+	Object T
+	Whole  bool
+	// Sync is the ConfigMapSync that names the source (the explicit form); nil for the
+	// annotation form.
+	Sync *v1alpha1.ConfigMapSync
+}
+
+// AnnotatedSource is an annotated source read whole.
+func AnnotatedSource[T Object](obj T) Source[T] {
+	return Source[T]{Key: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, Meta: obj, Object: obj, Whole: true}
+}
+
+// Intent is what a source wants, as the controller decides it: the owner of its
+// replicas, their name, where they go, and, for a source read whole, the replica
+// itself; or why the controller will not act on it (Invalid: then nothing is changed).
+type Intent[T Object] struct {
+	Owner       Owner
+	ReplicaName string
+	Spec        TargetSpec
+	Origin      Origin
+	Targets     Targets
+	// Template is the replica, when the source was read whole and is valid.
+	Template Template[T]
+	Invalid  error
+	// shape is how the replicas differ from the source, as far as the form says.
+	shape Shape
+}
+
+// Resolve is the one decision about what a source wants, made by both front doors and
+// by kubectl cmsync: the controller's policy over the source's form — its annotations
+// (the annotation form, bound by the tenant boundary) or the ConfigMapSync naming it —
+// and, once the source is read, its content. Every problem of the source's own
+// annotations (or the ConfigMapSync's spec) is named in Invalid at once.
+func Resolve[T Object](kind Kind[T], src Source[T], namespaces []Namespace, policy Policy) Intent[T] {
+	var intent Intent[T]
+	if src.Sync != nil {
+		intent = resolveSync[T](src.Sync, namespaces, policy)
+	} else {
+		intent = resolveAnnotated[T](kind, src, namespaces, policy)
+	}
+	if intent.Invalid != nil || src.Meta == nil {
+		return intent
+	}
+	return intent.WithSource(kind, src, policy)
+}
+
+// resolveAnnotated decides from an annotated source's metadata.
+func resolveAnnotated[T Object](kind Kind[T], src Source[T], namespaces []Namespace, policy Policy) Intent[T] {
+	intent := Intent[T]{Owner: AnnotationOwner(kind.Name(), src.Key), ReplicaName: src.Key.Name}
+	if err := policy.CheckSourceNamespace(src.Key.Namespace); err != nil {
+		intent.Invalid = err
+		return intent
+	}
+	if IsReplica(src.Meta) {
+		intent.Invalid = fmt.Errorf("this %s is a replica of %s and cannot be a source; remove the %s label",
+			kind.Name(), src.Meta.GetAnnotations()[v1alpha1.SourceAnnotation], v1alpha1.ReplicateLabel)
+		return intent
+	}
+	spec, targetsErr := TargetsOf(src.Meta)
+	shape, shapeErr := ShapeOf(src.Meta)
+	if err := errors.Join(targetsErr, shapeErr); err != nil {
+		intent.Invalid = err
+		return intent
+	}
+	intent.ReplicaName, intent.shape = shape.NameFor(src.Key.Name), shape
+	if err := policy.CheckReplicaName(intent.ReplicaName); err != nil {
+		intent.Invalid = err
+		return intent
+	}
+	intent.Spec, intent.Origin = spec, policy.OriginOf(src.Key.Namespace, namespaces)
+	intent.Targets = TargetNamespaces(spec, intent.Origin, namespaces, policy)
+	return intent
+}
+
+// resolveSync decides from a ConfigMapSync's spec.
+func resolveSync[T Object](sync *v1alpha1.ConfigMapSync, namespaces []Namespace, policy Policy) Intent[T] {
+	owner := SyncOwner(sync)
+	intent := Intent[T]{Owner: owner, ReplicaName: SyncReplicaName(sync.Spec)}
+	spec, targetsErr := ParseSyncTargets(sync.Spec)
+	shape, shapeErr := ParseSyncShape(sync.Spec)
+	intent.shape = shape
+	if err := errors.Join(targetsErr, shapeErr, policy.CheckSourceNamespace(owner.Source.Namespace), policy.CheckReplicaName(intent.ReplicaName)); err != nil {
+		intent.Invalid = err
+		return intent
+	}
+	// A ConfigMapSync is an administrator's: the tenant boundary does not bind it.
+	intent.Spec, intent.Origin = spec, Unbound(owner.Source.Namespace)
+	intent.Targets = TargetNamespaces(spec, intent.Origin, namespaces, policy)
+	return intent
+}
+
+// WithSource completes an intent decided from its form with the source itself: a
+// ConfigMapSync's source must not be a replica, and its strip-metadata annotation
+// applies (it is the source owner's say over what of their metadata leaves the
+// namespace, whichever form copies it); a source read whole passes the kind's check,
+// becomes the replica's template and must fit the byte budget.
+func (intent Intent[T]) WithSource(kind Kind[T], src Source[T], policy Policy) Intent[T] {
+	if intent.Invalid != nil || src.Meta == nil {
+		return intent
+	}
+	shape := intent.shape
+	if src.Sync != nil {
+		if IsReplica(src.Meta) {
+			intent.Invalid = fmt.Errorf("source %s %s is itself a replica of %s; name the original",
+				kind.Name(), src.Key, src.Meta.GetAnnotations()[v1alpha1.SourceAnnotation])
+			return intent
+		}
+		strip, err := StripMetadataOf(src.Meta)
+		if err != nil {
+			intent.Invalid = fmt.Errorf("source %s %s: %w", kind.Name(), src.Key, err)
+			return intent
+		}
+		shape.Strip = strip
+	}
+	if !src.Whole {
+		return intent
+	}
+	if err := kind.CheckSource(src.Object); err != nil {
+		intent.Invalid = err
+		return intent
+	}
+	intent.Template = NewTemplate(kind, src.Object, shape, intent.Owner)
+	if err := policy.CheckWriteBudget(intent.Template.Size(), len(intent.Targets.Namespaces)); err != nil {
+		intent.Invalid = err
+		intent.Template = Template[T]{}
+	}
+	return intent
+}

@@ -1,0 +1,196 @@
+package desired
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+)
+
+func sourceConfigMap(namespace, name string, annotations map[string]string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   namespace,
+			Name:        name,
+			Labels:      map[string]string{v1alpha1.ReplicateLabel: "true", "secret-owner": "x", "keep": "y"},
+			Annotations: annotations,
+		},
+		Data: data,
+	}
+}
+
+// Resolve is the one decision about a source: the annotation form and the
+// ConfigMapSync form, every reason a source is Invalid, and what a source read whole
+// adds (the kind's check and the byte budget).
+func TestResolve(t *testing.T) {
+	namespaces := []Namespace{tenantNS("platform", ""), tenantNS("team-a", "a"), tenantNS("team-b", "b"), tenantNS("team-c", "a")}
+	policy := Policy{SourceNamespaces: []string{"*"}, MaxReplicatedBytes: 100, ReservedNames: []string{"istio-ca-root-cert"}, TenantLabel: tenantLabel}
+	tests := []struct {
+		name        string
+		source      func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap])
+		wantTargets []string
+		wantName    string
+		wantInvalid []string // fragments, every one present
+	}{
+		{
+			name: "annotated, bound by its tenant",
+			source: func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap]) {
+				return ConfigMapKind{}, AnnotatedSource(
+					sourceConfigMap("team-a", "app", map[string]string{v1alpha1.TargetNamespacesAnnotation: "team-*"}, map[string]string{"k": "v"}),
+				)
+			},
+			wantTargets: []string{"team-c"}, wantName: "app",
+		},
+		{
+			name: "every malformed annotation named at once",
+			source: func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap]) {
+				return ConfigMapKind{}, AnnotatedSource(sourceConfigMap("platform", "app",
+					map[string]string{v1alpha1.TargetNamespacesAnnotation: "team-[a", v1alpha1.KeysAnnotation: "a/b"}, nil))
+			},
+			wantInvalid: []string{"invalid target-namespaces", "invalid keys"},
+		},
+		{
+			name: "target-name reserved",
+			source: func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap]) {
+				return ConfigMapKind{}, AnnotatedSource(sourceConfigMap("platform", "app",
+					map[string]string{v1alpha1.TargetNamespacesAnnotation: "*", v1alpha1.TargetNameAnnotation: "istio-ca-root-cert"}, nil))
+			},
+			wantInvalid: []string{"istio-ca-root-cert, a reserved name"},
+		},
+		{
+			name: "named like the cluster's CA",
+			source: func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap]) {
+				return ConfigMapKind{}, AnnotatedSource(
+					sourceConfigMap("platform", "kube-root-ca.crt", map[string]string{v1alpha1.TargetNamespacesAnnotation: "*"}, nil),
+				)
+			},
+			wantInvalid: []string{"kube-root-ca.crt, a reserved name"},
+		},
+		{
+			name: "over the byte budget",
+			source: func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap]) {
+				return ConfigMapKind{}, AnnotatedSource(sourceConfigMap("platform", "big", map[string]string{v1alpha1.TargetNamespacesAnnotation: "team-*"},
+					map[string]string{"k": strings.Repeat("x", 40)}))
+			},
+			wantInvalid: []string{"over the controller's --max-replicated-bytes"},
+		},
+		{
+			name: "a replica is no source",
+			source: func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap]) {
+				cm := sourceConfigMap(
+					"team-a",
+					"app",
+					map[string]string{v1alpha1.SourceAnnotation: "platform/app", v1alpha1.TargetNamespacesAnnotation: "*"},
+					nil,
+				)
+				cm.Labels[v1alpha1.ManagedByLabel] = v1alpha1.ManagedByValue
+				return ConfigMapKind{}, AnnotatedSource(cm)
+			},
+			wantInvalid: []string{"is a replica of platform/app"},
+		},
+		{
+			name: "a ConfigMapSync is not bound, and its source's strip-metadata applies",
+			source: func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap]) {
+				src := sourceConfigMap("team-a", "app", map[string]string{v1alpha1.StripMetadataAnnotation: "secret-*"}, map[string]string{"k": "v"})
+				sync := &v1alpha1.ConfigMapSync{
+					ObjectMeta: metav1.ObjectMeta{Name: "s"},
+					Spec: v1alpha1.ConfigMapSyncSpec{
+						SourceNamespace:       "team-a",
+						ConfigMapName:         "app",
+						DestinationNamespaces: []string{"team-*"},
+						TargetName:            "shared",
+					},
+				}
+				return ConfigMapKind{}, Source[*corev1.ConfigMap]{
+					Key:    types.NamespacedName{Namespace: "team-a", Name: "app"},
+					Meta:   src,
+					Object: src,
+					Whole:  true,
+					Sync:   sync,
+				}
+			},
+			wantTargets: []string{"team-b", "team-c"}, wantName: "shared",
+		},
+		{
+			name: "a ConfigMapSync: every problem of its spec and of the policy named at once",
+			source: func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap]) {
+				sync := &v1alpha1.ConfigMapSync{
+					ObjectMeta: metav1.ObjectMeta{Name: "s"},
+					Spec: v1alpha1.ConfigMapSyncSpec{
+						SourceNamespace:       "team-a",
+						ConfigMapName:         "app",
+						DestinationNamespaces: []string{"team-[a"},
+						TargetName:            "kube-root-ca.crt",
+					},
+				}
+				return ConfigMapKind{}, Source[*corev1.ConfigMap]{Key: types.NamespacedName{Namespace: "team-a", Name: "app"}, Sync: sync}
+			},
+			wantInvalid: []string{"spec.destinationNamespaces[0]", "kube-root-ca.crt, a reserved name"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kind, src := tt.source()
+			intent := Resolve(kind, src, namespaces, policy)
+			if len(tt.wantInvalid) > 0 {
+				if intent.Invalid == nil {
+					t.Fatalf("valid, want Invalid with %q", tt.wantInvalid)
+				}
+				for _, fragment := range tt.wantInvalid {
+					if !strings.Contains(intent.Invalid.Error(), fragment) {
+						t.Errorf("Invalid %q lacks %q", intent.Invalid, fragment)
+					}
+				}
+				return
+			}
+			if intent.Invalid != nil {
+				t.Fatalf("Invalid: %v", intent.Invalid)
+			}
+			if !reflect.DeepEqual(intent.Targets.Namespaces, tt.wantTargets) || intent.ReplicaName != tt.wantName || intent.Template.Name() != tt.wantName {
+				t.Errorf(
+					"targets %v, name %q (template %q); want %v, %q",
+					intent.Targets.Namespaces,
+					intent.ReplicaName,
+					intent.Template.Name(),
+					tt.wantTargets,
+					tt.wantName,
+				)
+			}
+			replica := intent.Template.In("team-c")
+			if src.Sync != nil {
+				if _, ok := replica.Labels["secret-owner"]; ok || replica.Labels["keep"] != "y" {
+					t.Errorf("the source's strip-metadata not applied to a ConfigMapSync's replica: %v", replica.Labels)
+				}
+			}
+		})
+	}
+}
+
+// A Secret of type service-account-token is refused once read whole; from its metadata
+// alone it cannot be told, and the intent is not marked Invalid for it.
+func TestResolveChecksTheKindOnlyWhenReadWhole(t *testing.T) {
+	token := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "token", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: "*"}},
+		Type: corev1.SecretTypeServiceAccountToken,
+	}
+	policy := Policy{SourceNamespaces: []string{"*"}}
+	if intent := Resolve(
+		SecretKind{},
+		AnnotatedSource(token),
+		[]Namespace{{Name: "team-a"}},
+		policy,
+	); intent.Invalid == nil ||
+		!strings.Contains(intent.Invalid.Error(), "token") {
+		t.Errorf("read whole: Invalid %v", intent.Invalid)
+	}
+	metaOnly := Source[*corev1.Secret]{Key: types.NamespacedName{Namespace: "platform", Name: "token"}, Meta: token}
+	if intent := Resolve(SecretKind{}, metaOnly, []Namespace{{Name: "team-a"}}, policy); intent.Invalid != nil || len(intent.Targets.Namespaces) != 1 {
+		t.Errorf("metadata only: %+v", intent)
+	}
+}
