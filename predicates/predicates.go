@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -93,13 +94,13 @@ func sameLifecycle(a, b desired.Object) bool {
 // (generation), nor the status, nor the start of deletion: a finalizer write, a resync.
 // A status change passes for the reason SourceChanged gives.
 func SyncChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		if e.ObjectOld == nil || e.ObjectNew == nil {
 			return true
 		}
 		oldSync, okOld := e.ObjectOld.(*v1alpha1.ConfigMapSync)
 		newSync, okNew := e.ObjectNew.(*v1alpha1.ConfigMapSync)
 		statusChanged := !okOld || !okNew || !equality.Semantic.DeepEqual(oldSync.Status, newSync.Status)
-		return statusChanged || e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || !sameLifecycle(e.ObjectOld, e.ObjectNew)
-	}}
+		return statusChanged || !sameLifecycle(e.ObjectOld, e.ObjectNew)
+	}})
 }

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -209,7 +210,13 @@ func (r *syncReconciler) writeStatus(
 	if !changed && r.ownStatus.alreadySays(key, replaced, status) {
 		return nil
 	}
-	ready, old := findReady(sync.Status.Conditions), findReady(before.Conditions)
+	ready, old := meta.FindStatusCondition(
+		sync.Status.Conditions,
+		v1alpha1.ConditionReady,
+	), meta.FindStatusCondition(
+		before.Conditions,
+		v1alpha1.ConditionReady,
+	)
 	news := ready != nil && (old == nil || old.Reason != ready.Reason || old.Message != ready.Message)
 	announce := func() {
 		eventType := corev1.EventTypeWarning
@@ -235,15 +242,6 @@ func (r *syncReconciler) writeStatus(
 	}
 	if err := writeThenAnnounce(write, announce, news, false); err != nil {
 		return fmt.Errorf("writing ConfigMapSync status: %w", err)
-	}
-	return nil
-}
-
-func findReady(conditions []metav1.Condition) *metav1.Condition {
-	for i := range conditions {
-		if conditions[i].Type == v1alpha1.ConditionReady {
-			return &conditions[i]
-		}
 	}
 	return nil
 }
@@ -296,21 +294,14 @@ func (r *syncReconciler) findSyncs(ctx context.Context, match func(*v1alpha1.Con
 	return requests
 }
 
-// findSyncOfReplica maps a replica to the ConfigMapSync owning it.
-func findSyncOfReplica(_ context.Context, cm *metav1.PartialObjectMetadata) []reconcile.Request {
-	if name, ok := desired.SyncNameOf(cm); ok {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
-	}
-	return nil
-}
-
 // SetupWithManager watches ConfigMapSyncs, their replicas, the namespaces they may
 // target and, through the sourceWatcher, the ConfigMaps they name.
 func (r *syncReconciler) SetupWithManager(mgr ctrl.Manager, replicas *replicacache.Cache[*corev1.ConfigMap], options controller.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configmapsync").
 		For(&v1alpha1.ConfigMapSync{}, builder.WithPredicates(predicates.SyncChanged())).
-		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestsFromMapFunc(findSyncOfReplica))).
+		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](
+			mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.ConfigMapSync{}, handler.OnlyControllerOwner()))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSyncsForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(r.sources.Events(), handler.EnqueueRequestsFromMapFunc(r.findSyncsForSource))).

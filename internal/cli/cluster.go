@@ -8,7 +8,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -206,14 +205,4 @@ func readFlags(args []string, into map[string]string) {
 		}
 		into[name] = value
 	}
-}
-
-// sortedKeys returns the keys of a set, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

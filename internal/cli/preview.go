@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -59,9 +60,9 @@ func previewOf(ctx context.Context, c cluster, read input, policy desired.Policy
 	if err != nil {
 		return Preview{}, err
 	}
-	current := map[string]bool{}
+	current := sets.New[string]()
 	for _, r := range existing {
-		current[r.Namespace+"/"+r.Name] = true
+		current.Insert(r.Namespace + "/" + r.Name)
 	}
 	byName := map[string]desired.Namespace{}
 	for _, ns := range namespaces {
@@ -71,29 +72,26 @@ func previewOf(ctx context.Context, c cluster, read input, policy desired.Policy
 	if err != nil {
 		return Preview{}, err
 	}
-	wanted := map[string]bool{}
+	wanted := sets.New[string]()
 	origin, targets := changed.origin, changed.resolved
 	for _, ns := range targets.Outside {
 		out.Outside = append(out.Outside, Change{ns, changed.replicaName, desired.ExplainTarget(changed.targets, origin, byName[ns], policy).Rule})
 	}
 	for _, ns := range targets.Namespaces {
 		key := ns + "/" + changed.replicaName
-		wanted[key] = true
+		wanted.Insert(key)
 		obj := named[ns]
 		rule := desired.ExplainTarget(changed.targets, origin, byName[ns], policy).Rule
 		switch {
 		case obj != nil && !changed.owner.Owns(obj):
 			out.Conflicts = append(out.Conflicts, Change{ns, changed.replicaName, desired.DescribeHolder(changed.kind, obj)})
-		case current[key]:
+		case current.Has(key):
 			out.Kept++
 		default:
 			out.Gain = append(out.Gain, Change{ns, changed.replicaName, rule})
 		}
 	}
-	for _, key := range sortedKeys(current) {
-		if wanted[key] {
-			continue
-		}
+	for _, key := range sets.List(current.Difference(wanted)) {
 		ns, name, _ := strings.Cut(key, "/")
 		why := "renamed to " + changed.replicaName
 		if namespace, ok := byName[ns]; !ok {

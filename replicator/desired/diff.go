@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
@@ -39,7 +40,7 @@ func (t Template[T]) Diff(have T) Diff {
 	own := OwnershipOf(t.kind, have)
 	d := t.metadataDiff(have, own)
 	d.Content = !SameContent(t.content, actual)
-	d.Recreate = d.Content && isTrue(actual.Immutable) || t.content.Type != actual.Type
+	d.Recreate = d.Content && ptr.Deref(actual.Immutable, false) || t.content.Type != actual.Type
 	d.StaleText = missingFrom(t.content.Text, sets.KeySet(actual.Text))
 	d.StaleBinary = missingFrom(t.content.Binary, sets.KeySet(actual.Binary))
 	return d

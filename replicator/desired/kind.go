@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 )
 
 // Object is an object of a kind cmsync replicates.
@@ -170,11 +171,9 @@ func (SecretKind) WithMeta(meta metav1.ObjectMeta) *corev1.Secret {
 // SameContent reports whether two contents are equal, as a replica's must be to its
 // source's.
 func SameContent(a, b Content) bool {
-	return a.Type == b.Type && isTrue(a.Immutable) == isTrue(b.Immutable) &&
+	return a.Type == b.Type && ptr.Deref(a.Immutable, false) == ptr.Deref(b.Immutable, false) &&
 		maps.Equal(a.Text, b.Text) && maps.EqualFunc(a.Binary, b.Binary, bytes.Equal)
 }
-
-func isTrue(b *bool) bool { return b != nil && *b }
 
 // NewMetadata returns an empty object of kind as metadata only: the form in which the
 // replica cache holds replicas and cmsync reads them when it needs no content. Every

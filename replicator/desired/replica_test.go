@@ -484,7 +484,7 @@ func TestReplacementKeepsWhatIsNotCmsyncs(t *testing.T) {
 	if got.Annotations["note"] != "n" {
 		t.Errorf("annotation note = %q, want the source's value", got.Annotations["note"])
 	}
-	if !reflect.DeepEqual(got.Data, want.Data) || !reflect.DeepEqual(got.BinaryData, want.BinaryData) || !isTrue(got.Immutable) {
+	if !reflect.DeepEqual(got.Data, want.Data) || !reflect.DeepEqual(got.BinaryData, want.BinaryData) || !ptr.Deref(got.Immutable, false) {
 		t.Errorf("content: got %v %v immutable %v, want the desired", got.Data, got.BinaryData, got.Immutable)
 	}
 	if !reflect.DeepEqual(actual, before) {

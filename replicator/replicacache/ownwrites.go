@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
@@ -30,7 +31,7 @@ type ownWrites struct {
 	mu sync.Mutex
 	// entries by object key ("namespace/name"), and the keys of each owner.
 	entries map[string]*ownWrite
-	byOwner map[string]map[string]struct{}
+	byOwner map[string]sets.Set[string]
 }
 
 // ownWrite is one replica's writes not seen yet: the state they left (nil: deleted),
@@ -67,7 +68,7 @@ func (s state) shows(cached *metav1.PartialObjectMetadata) bool {
 }
 
 func newOwnWrites() *ownWrites {
-	return &ownWrites{entries: map[string]*ownWrite{}, byOwner: map[string]map[string]struct{}{}}
+	return &ownWrites{entries: map[string]*ownWrite{}, byOwner: map[string]sets.Set[string]{}}
 }
 
 // view is what a reader of the cache should see at key, given the cached object (nil:
@@ -109,10 +110,10 @@ func (o *ownWrites) wrote(owner, key string, before, after *metav1.PartialObject
 	o.entries[key] = &ownWrite{owner: owner, result: after, behind: behind}
 	keys := o.byOwner[owner]
 	if keys == nil {
-		keys = map[string]struct{}{}
+		keys = sets.New[string]()
 		o.byOwner[owner] = keys
 	}
-	keys[key] = struct{}{}
+	keys.Insert(key)
 }
 
 // observe is the cache's event of key, now showing cached (nil: deleted): it forgets
@@ -165,7 +166,7 @@ func (o *ownWrites) ownedBy(owner string, cached []*metav1.PartialObjectMetadata
 		return cached // all seen: the cache as it is
 	}
 	out := make([]*metav1.PartialObjectMetadata, 0, len(cached)+len(keys))
-	seenKeys := make(map[string]struct{}, len(keys))
+	seenKeys := make(sets.Set[string], len(keys))
 	for _, obj := range cached {
 		key := keyOf(obj)
 		w, pending := o.entries[key]
@@ -173,13 +174,13 @@ func (o *ownWrites) ownedBy(owner string, cached []*metav1.PartialObjectMetadata
 			out = append(out, obj)
 			continue
 		}
-		seenKeys[key] = struct{}{}
+		seenKeys.Insert(key)
 		if seen := o.seeLocked(key, w, obj); seen != nil {
 			out = append(out, seen)
 		}
 	}
 	for key := range keys {
-		if _, done := seenKeys[key]; done {
+		if seenKeys.Has(key) {
 			continue
 		}
 		// Not among the owner's cached replicas: the cache has none there yet, or
@@ -212,8 +213,8 @@ func (o *ownWrites) forgetLocked(key string) {
 	}
 	delete(o.entries, key)
 	if keys := o.byOwner[w.owner]; keys != nil {
-		delete(keys, key)
-		if len(keys) == 0 {
+		keys.Delete(key)
+		if keys.Len() == 0 {
 			delete(o.byOwner, w.owner)
 		}
 	}
