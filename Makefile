@@ -13,9 +13,14 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the cmsync binary and the kubectl plugin (kubectl-cmsync) into bin/.
+build: ## Build the cmsync binary and the kubectl plugin (kubectl-cmsync) into bin/, and the bench (hack/, a module of its own).
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/cmsync .
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-cmsync ./cmd/kubectl-cmsync
+	go build -C hack -o $(abspath $(BIN))/bench ./bench
+
+# The workshop (hack/: the bench, the image and cluster tools) is a Go module of its
+# own, so that the product's go.mod lists only what the product and its tests import.
+BENCH = $(BIN)/bench
 
 # The release path: every step is a target, run by the release workflow against
 # ghcr.io and by make test-release against a registry of its own on loopback.
@@ -29,7 +34,7 @@ CHART_VERSION ?= 0.1.0
 
 .PHONY: base-image
 base-image: ## Build the non-root base image (both platforms, fixed timestamps) and push it to BASE_IMAGE.
-	go run ./hack/baseimage -ref $(BASE_IMAGE)
+	go run -C hack ./baseimage -ref $(BASE_IMAGE)
 
 .PHONY: image
 image: ## ko: build cmsync for IMAGE_PLATFORMS on BASE_IMAGE with an SPDX SBOM and push REGISTRY/cmsync:IMAGE_TAG; prints the digest reference.
@@ -137,6 +142,7 @@ GOLANGCI_LINT = $(shell hack/tool.sh golangci-lint)
 .PHONY: lint
 lint: ## golangci-lint with the repository's .golangci.yml (kubebuilder's linters), pinned and built from the Go module proxy.
 	$(GOLANGCI_LINT) run ./...
+	cd hack && $(GOLANGCI_LINT) run ./...
 
 PROMTOOL = $(shell hack/tool.sh promtool)
 
@@ -175,10 +181,12 @@ vet: ## go vet and a gofmt check.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	go vet ./...
+	go vet -C hack ./...
 
 .PHONY: test-unit
 test-unit: ## Table tests of the pure functions, predicates, the GC target, the lease fence, the metrics guard and the bench's reading of the audit log.
-	go test -count=1 . ./internal/gctune/... ./internal/leasefence/... ./internal/metricsauth/... ./replicator/... ./predicates/... ./api/... ./hack/bench/...
+	go test -count=1 . ./internal/gctune/... ./internal/leasefence/... ./internal/metricsauth/... ./replicator/... ./predicates/... ./api/...
+	go test -C hack -count=1 ./bench/...
 
 .PHONY: test-integration
 test-integration: ## The reconciler against a real kube-apiserver and etcd (envtest).
@@ -222,29 +230,29 @@ BENCH_ARGS ?=
 
 .PHONY: bench
 bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s -rounds 3" for a short run, BENCH_ARGS="-apf -n 1000 -s 10" for a 429 storm.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync $(BENCH_ARGS)
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) -cmsync $(BIN)/cmsync $(BENCH_ARGS)
 
 SWEEP_ARGS ?=
 
 .PHONY: bench-sweep
 bench-sweep: build ## The curve: fan-out, mass update, cleanup and restart against LIMIT at N=100/1,000/10,000 namespaces, S=1/10/100 sources and 1/100/900 KiB objects (3 rounds, each on a fresh control plane, and 3 restarts each; 9 rounds at points of fewer than 5,000 replicas, two at 900 KiB; 70–120 minutes); bench/results/sweep-*.json and the plots in bench/plots/.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep $(SWEEP_ARGS)
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) -cmsync $(BIN)/cmsync -sweep $(SWEEP_ARGS)
 
 .PHONY: bench-restarts
 bench-restarts: build ## Only the sweep's memory and restarts at S=100 × 1,000 namespaces (100,000 replicas fanned out by cmsync, then 5 restarts; about 7 minutes); bench/results/restarts-*.json.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -restarts-only -sweep-s 100 -sweep-restarts 5 $(SWEEP_ARGS)
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) -cmsync $(BIN)/cmsync -restarts-only -sweep-s 100 -sweep-restarts 5 $(SWEEP_ARGS)
 
 .PHONY: bench-smoke
 bench-smoke: build ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first), one round of it with LIMIT watched and cmsync's warm-up, a tiny -restarts-only run and a tiny -write-styles run, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep \
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) -cmsync $(BIN)/cmsync -sweep \
 	  -sweep-n 20 -sweep-s 2 -sweep-sizes 4Ki -sweep-base-n 20 -sweep-rounds 2 -sweep-short-rounds 2 -idle 3s -aftermath 200ms \
 	  -out $(BIN)/bench-smoke -plot-dir $(BIN)/bench-smoke/plots
-	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -sweep -sweep-limit-watched -sweep-warm-up \
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) -cmsync $(BIN)/cmsync -sweep -sweep-limit-watched -sweep-warm-up \
 	  -sweep-n 20 -sweep-s 1 -sweep-sizes 1Ki -sweep-base-n 20 -sweep-rounds 1 -sweep-short-rounds 1 -sweep-restarts 1 -idle 3s -aftermath 200ms \
 	  -out $(BIN)/bench-smoke -plot-dir $(BIN)/bench-smoke/plots-watched
-	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -cmsync $(BIN)/cmsync -restarts-only \
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) -cmsync $(BIN)/cmsync -restarts-only \
 	  -sweep-s 2 -sweep-base-n 20 -sweep-restarts 1 -idle 3s -out $(BIN)/bench-smoke
-	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go run ./hack/bench -write-styles -n 20 -rounds 2 -out $(BIN)/bench-smoke
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) -write-styles -n 20 -rounds 2 -out $(BIN)/bench-smoke
 
 CHAOS_KILLS ?= 100
 CHAOS_LEADER_KILLS ?= 5

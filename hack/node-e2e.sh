@@ -42,11 +42,11 @@ mkdir -p "$images"
 # containerd; cmsync itself goes the way users' images go: built by ko, pushed to the
 # node's registry, signed, and pulled by the kubelet.
 log "building the fixture images (hack/image)"
-CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$images/pause" ./hack/pause
-CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$images/printfile" ./hack/printfile
+CGO_ENABLED=0 go build -C hack -trimpath -ldflags="-s -w" -o "$images/pause" ./pause
+CGO_ENABLED=0 go build -C hack -trimpath -ldflags="-s -w" -o "$images/printfile" ./printfile
 CGO_ENABLED=0 go build -trimpath -o .cache/cmsync-host .
-go build -o .cache/image ./hack/image
-go build -o .cache/localnode ./hack/localnode
+go build -C hack -o "$PWD/.cache/image" ./image
+go build -C hack -o "$PWD/.cache/localnode" ./localnode
 .cache/image -binary "$images/pause" -ref localhost/cmsync-node/pause:1 -out "$images/pause.tar"
 .cache/image -binary "$images/printfile" -ref localhost/cmsync-node/printfile:1 -out "$images/printfile.tar"
 
@@ -133,7 +133,7 @@ CMSYNC_E2E_EXISTING_CLUSTER=1 CMSYNC_PLUGIN="$PWD/.cache/plugin/unpacked/kubectl
 # not verify, so it is not installed (the gate is the same verify-signature as above);
 # then the signed image is put back under the tag.
 log "a tampered image under the same tag"
-signed="$(go run ./hack/tamper -ref "$REGISTRY_HOST/cmsync/cmsync:node-e2e")"
+signed="$(go run -C hack ./tamper -ref "$REGISTRY_HOST/cmsync/cmsync:node-e2e")"
 if make -s verify-signature "${keys[@]}" REF="$REGISTRY_HOST/cmsync/cmsync:node-e2e" 2>/dev/null; then
   log "FAILED: a tampered image passed signature verification"
   exit 1

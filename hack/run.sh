@@ -6,7 +6,7 @@ set -euo pipefail
 bin="$1"; shift
 
 mkdir -p .cache
-go build -o .cache/localcluster ./hack/localcluster
+go build -C hack -o "$PWD/.cache/localcluster" ./localcluster
 if .cache/localcluster -reachable; then
   echo "run: using the cluster of the current kubeconfig" >&2
   exec "$bin" "$@"

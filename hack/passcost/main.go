@@ -7,7 +7,7 @@
 // It tells how much of a small fan-out's gap to a plain client (make bench-sweep,
 // N = 100) is the pass's own requests.
 //
-//	KUBEBUILDER_ASSETS="$(hack/control-plane-binaries.sh)" go run ./hack/passcost
+//	KUBEBUILDER_ASSETS="$(hack/control-plane-binaries.sh)" go run -C hack ./passcost
 package main
 
 import (

@@ -178,7 +178,7 @@ func TestReleasePath(t *testing.T) {
 	r.mustMake(t, "verify-signature", pub, "REF="+tagged)
 
 	// One byte changed and pushed under the same tag: the signature no longer verifies.
-	tamper := exec.Command("go", "run", "../../hack/tamper", "-ref", tagged)
+	tamper := exec.Command("go", "run", "-C", "../../hack", "./tamper", "-ref", tagged)
 	tamper.Env = append(os.Environ(), r.env...)
 	if out, err := tamper.CombinedOutput(); err != nil {
 		t.Fatalf("tamper: %v\n%s", err, out)
