@@ -192,6 +192,9 @@ test-unit: ## Table tests of the pure functions, predicates, the GC target, the 
 test-integration: ## The reconciler against a real kube-apiserver and etcd (envtest).
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" go test -count=1 -timeout 30m ./test/integration/... -v
 
+.PHONY: test-e2e
+test-e2e: e2e ## The end-to-end suite alone (make e2e).
+
 .PHONY: e2e
 e2e: build ## The cmsync binary as a process against kube-apiserver, etcd and kube-controller-manager, installed with helm, running as the chart's ServiceAccount.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" CMSYNC_PLUGIN="$(abspath $(BIN)/kubectl-cmsync)" \
