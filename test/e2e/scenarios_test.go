@@ -4,7 +4,13 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,26 +24,32 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
-// The README's one-minute example, step by step.
+// The README's one-minute example, run verbatim: its commands are read from README.md
+// and run by kubectl itself (built from k8s.io/kubectl, hack/kubectl), and what the
+// README shows them print is what they print (but for ages and times); then what its
+// prose promises.
 func TestREADMEExample(t *testing.T) {
 	startController(t)
 	ctx := context.Background()
-	for _, ns := range []string{"platform", "team-a", "team-b", "team-legacy"} {
-		must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	steps, shown := readmeExample(t)
+	kubectl := buildKubectl(t)
+	run := exec.Command("bash", "-euo", "pipefail", "-c", steps)
+	run.Env = append(os.Environ(), "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH"), "KUBECONFIG="+adminKubeconfig)
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("the README's commands:\n%s\n%v\n%s", steps, err, out)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "ca-bundle"},
-		Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----..."}}
-	must(t, k8s.Create(ctx, cm))
-	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"cmsync.io/replicate":"true"}}}`))))
-	must(
-		t,
-		k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/target-namespaces":"team-*,!team-legacy"}}}`))),
-	)
-
-	waitForReplicas(t, "platform", "ca-bundle", 30*time.Second, "team-a", "team-b")
-	// Wait for the count, not the state: a pass that ran before cmsync's cache saw the new
-	// namespaces reports "Synced 0/0", and the replicas appear just before the status of
-	// the pass that wrote them.
+	for _, s := range shown {
+		eventually(t, 30*time.Second, "$ "+s.command, func() error {
+			cmd := exec.Command("bash", "-c", s.command)
+			cmd.Env = run.Env
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return sameOutput(s.output, string(out))
+		})
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "ca-bundle"}}
 	got := waitForAnnotation(t, "platform", "ca-bundle", v1alpha1.SyncedAnnotation, "2/2")
 	if got.Annotations[v1alpha1.StatusAnnotation] != "Synced" || got.Annotations[v1alpha1.LastSyncTimeAnnotation] == "" {
 		t.Errorf("status annotations %v", got.Annotations)
@@ -368,4 +380,98 @@ func TestControlPlaneRunsTheClusterControllers(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// shownCommand is a command the README shows with what it prints.
+type shownCommand struct{ command, output string }
+
+// readmeExample reads the README's one-minute example: the commands of its first code
+// block, and the "$ command" blocks after it with their output.
+func readmeExample(t *testing.T) (steps string, shown []shownCommand) {
+	t.Helper()
+	raw, err := os.ReadFile("../../README.md")
+	must(t, err)
+	section, found := strings.CutPrefix(string(raw)[strings.Index(string(raw), "## A one-minute example"):], "## A one-minute example")
+	if !found {
+		t.Fatal("README.md has no one-minute example")
+	}
+	section = section[:strings.Index(section, "\n## ")]
+	blocks := strings.Split(section, "```sh\n")[1:]
+	for i, block := range blocks {
+		body := block[:strings.Index(block, "```")]
+		if i == 0 {
+			steps = body
+			continue
+		}
+		command, output, _ := strings.Cut(strings.TrimPrefix(body, "$ "), "\n")
+		shown = append(shown, shownCommand{command, output})
+	}
+	if !strings.Contains(steps, "kubectl") || len(shown) == 0 {
+		t.Fatalf("unexpected example in README.md: %q %v", steps, shown)
+	}
+	return steps, shown
+}
+
+// sameOutput compares what a command printed with what the README shows: a JSON
+// object key by key (a time only as present); a table by its header and rows without
+// the last column (an age), where the rows of the README's objects (by name) must be
+// exactly those shown, beside whatever else the cluster holds.
+func sameOutput(want, got string) error {
+	if strings.HasPrefix(strings.TrimSpace(want), "{") {
+		var w, g map[string]string
+		if err := json.Unmarshal([]byte(strings.ReplaceAll(want, "\n", "")), &w); err != nil {
+			return fmt.Errorf("the README's output: %w", err)
+		}
+		if err := json.Unmarshal([]byte(got), &g); err != nil {
+			return fmt.Errorf("%w: %s", err, got)
+		}
+		for k, v := range w {
+			if g[k] != v && (k != v1alpha1.LastSyncTimeAnnotation || g[k] == "") {
+				return fmt.Errorf("%s=%q, the README shows %q", k, g[k], v)
+			}
+		}
+		return nil
+	}
+	rows := func(s string) [][]string {
+		lines := strings.Split(strings.TrimSpace(s), "\n")
+		out := make([][]string, 0, len(lines))
+		for _, line := range lines {
+			fields := strings.Fields(line)
+			out = append(out, fields[:len(fields)-1])
+		}
+		return out
+	}
+	w, g := rows(want), rows(got)
+	if !slices.Equal(w[0], g[0]) {
+		return fmt.Errorf("header %q, the README shows %q", g[0], w[0])
+	}
+	column := slices.Index(w[0], "NAME")
+	names, shown := map[string]bool{}, map[string]bool{}
+	for _, row := range w[1:] {
+		names[row[column]], shown[strings.Join(row, " ")] = true, true
+	}
+	var ours []string
+	for _, row := range g[1:] {
+		if names[row[column]] {
+			ours = append(ours, strings.Join(row, " "))
+		}
+	}
+	if !slices.Equal(slices.Sorted(maps.Keys(shown)), slices.Sorted(slices.Values(ours))) {
+		return fmt.Errorf("printed %q, the README shows %q", ours, slices.Sorted(maps.Keys(shown)))
+	}
+	return nil
+}
+
+// buildKubectl builds kubectl (hack/kubectl) into the suite's directory, once.
+func buildKubectl(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(workDir, "bin", "kubectl")
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	build := exec.Command("go", "build", "-C", "../../hack", "-o", path, "./kubectl")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building kubectl: %v\n%s", err, out)
+	}
+	return path
 }
