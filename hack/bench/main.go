@@ -210,81 +210,98 @@ const (
 
 func main() {
 	var c config
-	flag.IntVar(&c.namespaces, "n", 1000, "target namespaces")
-	flag.IntVar(&c.unrelated, "u", 20000, "unrelated 1 KiB ConfigMaps")
-	flag.IntVar(&c.sources, "s", 100, "sources of the SCALE phase, each to all namespaces (0 skips it)")
-	flag.IntVar(&c.workers, "workers", 16, "workers of the plain client")
-	flag.IntVar(&c.rounds, "rounds", 9, "rounds of LIMIT and of cmsync's FAN-OUT, UPDATE and CLEANUP; the figures are medians")
-	flag.IntVar(&c.secretRounds, "secret-rounds", 9, "the same rounds with Secrets (0 skips them)")
-	flag.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
-	flag.DurationVar(&c.aftermath, "aftermath", time.Second,
-		"how long after each timed phase its CPU with aftermath is read, and how long the quiet window before it is")
-	flag.BoolVar(&c.serverGCBeforePhase, "server-gc-before-phase", true,
-		"before each timed phase's quiet window, have the API server collect its garbage (its /debug/pprof/heap?gc=1), so that "+
-			"every phase starts its CPU windows at the same point of the API server's collection cycle (see timed)")
-	flag.StringVar(&c.binary, "cmsync", "bin/cmsync", "the cmsync binary")
-	flag.StringVar(&c.cmsyncArgs, "cmsync-args", "", "extra flags for cmsync, space-separated (the defaults are measured without)")
-	flag.StringVar(&c.cmsyncEnv, "cmsync-env", "", "extra environment for cmsync, space-separated NAME=value (e.g. GOGC=100)")
-	flag.StringVar(&c.out, "out", "bench/results", "directory of the JSON results")
-	flag.StringVar(
-		&c.profile,
-		"profile",
-		"",
-		"directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's "+
-			"phases, LIMIT's and cmsync's (in a sweep: of the first round only, 20 s each, or of every round, 3 s each, at a point of short phases), and each restart",
-	)
-	flag.BoolVar(
-		&c.sweep,
-		"sweep",
-		false,
-		"measure the curve instead: fan-out, mass update, cleanup and restart against LIMIT at each point of -sweep-n, -sweep-s "+
-			"and -sweep-sizes, each round of each point on a control plane of its own; writes bench/results/sweep-<time>.json and the plots",
-	)
-	flag.StringVar(&c.sweepN, "sweep-n", "100,1000,10000", "namespaces of the sweep's points with one source of 1 KiB")
-	flag.StringVar(&c.sweepS, "sweep-s", "1,10,100", "sources of the sweep's points with -sweep-base-n namespaces and 1 KiB")
-	flag.StringVar(&c.sweepSizes, "sweep-sizes", "1Ki,100Ki,900Ki", "object sizes of the sweep's points with one source and -sweep-base-n namespaces")
-	flag.IntVar(&c.sweepBaseN, "sweep-base-n", 1000, "namespaces of the -sweep-s and -sweep-sizes points")
-	flag.IntVar(&c.sweepRounds, "sweep-rounds", 3, "rounds at each point of the sweep; the figures are medians")
-	flag.IntVar(&c.sweepShortRounds, "sweep-short-rounds", 9,
-		fmt.Sprintf("rounds at a point of fewer than %d replicas, whose phases last a few seconds at most (at least -sweep-rounds)", shortPointReplicas))
-	flag.BoolVar(&c.sweepCmsyncFirst, "sweep-cmsync-first", false,
-		"cmsync goes first in rounds 1, 3, … of each point and LIMIT in rounds 2, 4, … (by default LIMIT goes first in the odd rounds)")
-	flag.BoolVar(&c.sweepLimitWatched, "sweep-limit-watched", false,
-		"each round also runs LIMIT's writes with a metadata-only watch of them open, as cmsync's replica cache watches its replicas "+
-			"(LIMIT watched; the three writers take turns going first): what telling a watcher of each write costs the API server, "+
-			"which LIMIT alone does not pay")
-	flag.BoolVar(&c.sweepWarmUp, "sweep-warm-up", false,
-		fmt.Sprintf("in each round, before either writer's phases, cmsync fans a source out to %d namespaces, updates it and deletes it: "+
-			"cmsync then writes as a process that has run, as LIMIT's client (the bench itself) has, and the fresh control plane "+
-			"has served creates, updates and deletes of the kind before the first measured phase", warmUpTargets))
-	flag.IntVar(&c.sweepRestarts, "sweep-restarts", 3, "restarts at each point of the sweep, after the last round's fan-out; the figures are medians")
-	flag.StringVar(&c.restartVariants, "sweep-restart-variants", "",
-		"before the sweep's restarts, as many with each of these environments of cmsync (';'-separated, each space-separated NAME=value, "+
-			"e.g. 'GOGC=100;KUBE_FEATURE_WatchListClient=false'): to compare runtime settings on the same replicas")
-	flag.BoolVar(&c.restartsOnly, "restarts-only", false,
-		"measure only the sweep's restarts: for each of -sweep-s, cmsync fans that many sources of 1 KiB out to -sweep-base-n namespaces "+
-			"on a control plane of its own, and is restarted -sweep-restarts times (with -sweep-restart-variants first); no LIMIT, update "+
-			"or cleanup (at 100 sources minutes, where the sweep's point takes an hour); writes bench/results/restarts-<time>.json")
-	flag.BoolVar(&c.apf, "apf", false,
-		"measure a 429 storm instead: the fan-out of -s sources to -n namespaces with cmsync's requests in a priority level of one seat, "+
-			"next to a neighbour's requests; writes bench/results/apf-<time>.json")
-	flag.BoolVar(&c.writeStyles, "write-styles", false,
-		"measure the API server's and etcd's CPU per update instead, for the same object written as LIMIT writes it, in protobuf, "+
-			"with controller-runtime's client, and the same with metadata-only answers (cmsync's two ways, by size), "+
-			"each with and without a metadata watch of the objects; -n namespaces, -rounds rounds (the first creates); "+
-			"writes bench/results/styles-<time>.json")
-	flag.StringVar(&c.stylesSize, "styles-size", "1Ki", "payload of each object of -write-styles")
-	flag.StringVar(&c.stylesOp, "styles-op", "update",
-		"what -write-styles times: update, or delete (each round creates the objects untimed, then deletes them; "+
-			"LIMIT's two ways without a precondition, controller-runtime's typed and metadata clients on the UID)")
-	flag.StringVar(&c.plot, "plot", "", "only draw the plots of these sweep JSON files (comma-separated; a later file's point replaces an earlier one's)")
-	flag.StringVar(&c.plotDir, "plot-dir", "bench/plots", "directory of the sweep's PNG plots")
+	bindPointFlags(flag.CommandLine, &c)
+	bindSweepFlags(flag.CommandLine, &c)
+	bindModeFlags(flag.CommandLine, &c)
 	flag.Parse()
 	ctrllog.SetLogger(logr.Discard()) // the control plane's start logs nothing the bench needs
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// bindPointFlags defines the flags of the point measured in detail (make bench), which
+// the other modes share.
+func bindPointFlags(fs *flag.FlagSet, c *config) {
+	fs.IntVar(&c.namespaces, "n", 1000, "target namespaces")
+	fs.IntVar(&c.unrelated, "u", 20000, "unrelated 1 KiB ConfigMaps")
+	fs.IntVar(&c.sources, "s", 100, "sources of the SCALE phase, each to all namespaces (0 skips it)")
+	fs.IntVar(&c.workers, "workers", 16, "workers of the plain client")
+	fs.IntVar(&c.rounds, "rounds", 9, "rounds of LIMIT and of cmsync's FAN-OUT, UPDATE and CLEANUP; the figures are medians")
+	fs.IntVar(&c.secretRounds, "secret-rounds", 9, "the same rounds with Secrets (0 skips them)")
+	fs.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
+	fs.DurationVar(&c.aftermath, "aftermath", time.Second,
+		"how long after each timed phase its CPU with aftermath is read, and how long the quiet window before it is")
+	fs.BoolVar(&c.serverGCBeforePhase, "server-gc-before-phase", true,
+		"before each timed phase's quiet window, have the API server collect its garbage (its /debug/pprof/heap?gc=1), so that "+
+			"every phase starts its CPU windows at the same point of the API server's collection cycle (see timed)")
+	fs.StringVar(&c.binary, "cmsync", "bin/cmsync", "the cmsync binary")
+	fs.StringVar(&c.cmsyncArgs, "cmsync-args", "", "extra flags for cmsync, space-separated (the defaults are measured without)")
+	fs.StringVar(&c.cmsyncEnv, "cmsync-env", "", "extra environment for cmsync, space-separated NAME=value (e.g. GOGC=100)")
+	fs.StringVar(&c.out, "out", "bench/results", "directory of the JSON results")
+	fs.StringVar(
+		&c.profile,
+		"profile",
+		"",
+		"directory for profiles (go tool pprof): cmsync's heap at each memory reading, and CPU of cmsync and kube-apiserver during each round's "+
+			"phases, LIMIT's and cmsync's (in a sweep: of the first round only, 20 s each, or of every round, 3 s each, at a point of short phases), and each restart",
+	)
+}
+
+// bindSweepFlags defines the flags of the curve (-sweep) and its restarts.
+func bindSweepFlags(fs *flag.FlagSet, c *config) {
+	fs.BoolVar(
+		&c.sweep,
+		"sweep",
+		false,
+		"measure the curve instead: fan-out, mass update, cleanup and restart against LIMIT at each point of -sweep-n, -sweep-s "+
+			"and -sweep-sizes, each round of each point on a control plane of its own; writes bench/results/sweep-<time>.json and the plots",
+	)
+	fs.StringVar(&c.sweepN, "sweep-n", "100,1000,10000", "namespaces of the sweep's points with one source of 1 KiB")
+	fs.StringVar(&c.sweepS, "sweep-s", "1,10,100", "sources of the sweep's points with -sweep-base-n namespaces and 1 KiB")
+	fs.StringVar(&c.sweepSizes, "sweep-sizes", "1Ki,100Ki,900Ki", "object sizes of the sweep's points with one source and -sweep-base-n namespaces")
+	fs.IntVar(&c.sweepBaseN, "sweep-base-n", 1000, "namespaces of the -sweep-s and -sweep-sizes points")
+	fs.IntVar(&c.sweepRounds, "sweep-rounds", 3, "rounds at each point of the sweep; the figures are medians")
+	fs.IntVar(&c.sweepShortRounds, "sweep-short-rounds", 9,
+		fmt.Sprintf("rounds at a point of fewer than %d replicas, whose phases last a few seconds at most (at least -sweep-rounds)", shortPointReplicas))
+	fs.BoolVar(&c.sweepCmsyncFirst, "sweep-cmsync-first", false,
+		"cmsync goes first in rounds 1, 3, … of each point and LIMIT in rounds 2, 4, … (by default LIMIT goes first in the odd rounds)")
+	fs.BoolVar(&c.sweepLimitWatched, "sweep-limit-watched", false,
+		"each round also runs LIMIT's writes with a metadata-only watch of them open, as cmsync's replica cache watches its replicas "+
+			"(LIMIT watched; the three writers take turns going first): what telling a watcher of each write costs the API server, "+
+			"which LIMIT alone does not pay")
+	fs.BoolVar(&c.sweepWarmUp, "sweep-warm-up", false,
+		fmt.Sprintf("in each round, before either writer's phases, cmsync fans a source out to %d namespaces, updates it and deletes it: "+
+			"cmsync then writes as a process that has run, as LIMIT's client (the bench itself) has, and the fresh control plane "+
+			"has served creates, updates and deletes of the kind before the first measured phase", warmUpTargets))
+	fs.IntVar(&c.sweepRestarts, "sweep-restarts", 3, "restarts at each point of the sweep, after the last round's fan-out; the figures are medians")
+	fs.StringVar(&c.restartVariants, "sweep-restart-variants", "",
+		"before the sweep's restarts, as many with each of these environments of cmsync (';'-separated, each space-separated NAME=value, "+
+			"e.g. 'GOGC=100;KUBE_FEATURE_WatchListClient=false'): to compare runtime settings on the same replicas")
+}
+
+// bindModeFlags defines the flags of the other modes: restarts only, the 429 storm, the
+// ways of writing, and the plots.
+func bindModeFlags(fs *flag.FlagSet, c *config) {
+	fs.BoolVar(&c.restartsOnly, "restarts-only", false,
+		"measure only the sweep's restarts: for each of -sweep-s, cmsync fans that many sources of 1 KiB out to -sweep-base-n namespaces "+
+			"on a control plane of its own, and is restarted -sweep-restarts times (with -sweep-restart-variants first); no LIMIT, update "+
+			"or cleanup (at 100 sources minutes, where the sweep's point takes an hour); writes bench/results/restarts-<time>.json")
+	fs.BoolVar(&c.apf, "apf", false,
+		"measure a 429 storm instead: the fan-out of -s sources to -n namespaces with cmsync's requests in a priority level of one seat, "+
+			"next to a neighbour's requests; writes bench/results/apf-<time>.json")
+	fs.BoolVar(&c.writeStyles, "write-styles", false,
+		"measure the API server's and etcd's CPU per update instead, for the same object written as LIMIT writes it, in protobuf, "+
+			"with controller-runtime's client, and the same with metadata-only answers (cmsync's two ways, by size), "+
+			"each with and without a metadata watch of the objects; -n namespaces, -rounds rounds (the first creates); "+
+			"writes bench/results/styles-<time>.json")
+	fs.StringVar(&c.stylesSize, "styles-size", "1Ki", "payload of each object of -write-styles")
+	fs.StringVar(&c.stylesOp, "styles-op", "update",
+		"what -write-styles times: update, or delete (each round creates the objects untimed, then deletes them; "+
+			"LIMIT's two ways without a precondition, controller-runtime's typed and metadata clients on the UID)")
+	fs.StringVar(&c.plot, "plot", "", "only draw the plots of these sweep JSON files (comma-separated; a later file's point replaces an earlier one's)")
+	fs.StringVar(&c.plotDir, "plot-dir", "bench/plots", "directory of the sweep's PNG plots")
 }
 
 func run(c config) error {
@@ -363,52 +380,70 @@ type bench struct {
 	aftermath time.Duration
 }
 
+// run measures one point in detail: memory without and with unrelated ConfigMaps,
+// LIMIT's and cmsync's rounds, IDLE and RESTART, the Secret rounds and SCALE.
 func (b *bench) run() error {
 	ctx := context.Background()
 	step("creating %d namespaces", b.c.namespaces)
 	b.createNamespaces(ctx, b.c.namespaces)
+	b.memoryWithoutUnrelated(ctx)
+	b.createUnrelated(ctx)
+	b.rounds(ctx)
+	b.secretRounds(ctx)
+	if b.c.sources > 0 {
+		b.scale(ctx)
+	}
+	b.res.Ratios["fanOut/limitCreate"] = b.res.Cmsync.Create / b.res.Limit.Create
+	b.res.Ratios["update/limitUpdate"] = b.res.Cmsync.Update / b.res.Limit.Update
+	b.res.Ratios["cleanup/limitDelete"] = b.res.Cmsync.Delete / b.res.Limit.Delete
+	b.print()
+	return b.save()
+}
 
-	// MEMORY with U=0: the same fan-out, update and idle as with U unrelated
-	// ConfigMaps below, so the two readings differ only by U.
-	step("MEMORY with U=0")
-	proc := b.startCmsync()
-	b.fanOut(ctx, "mem0", 1)
-	b.update(ctx, "mem0", 1)
-	time.Sleep(5*time.Second + b.c.idle)
-	b.res.Memory["u0"] = proc.memory()
-	b.heapProfile(proc, "u0")
-	b.cleanup(ctx, "mem0", 1)
-	proc.stop()
+// memoryWithoutUnrelated reads cmsync's memory with U=0: the same fan-out, update and
+// idle as with U unrelated ConfigMaps later, so the two readings differ only by U; and
+// the same with --secrets=enabled and no Secret labelled: what turning Secrets on costs
+// a cluster that does not use them (its Secrets are not cached: only labelled ones are).
+func (b *bench) memoryWithoutUnrelated(ctx context.Context) {
+	for _, run := range []struct{ name, source, flag string }{
+		{"u0", "mem0", ""}, {"u0-secrets-enabled", "mem0s", "--secrets=enabled"},
+	} {
+		step("MEMORY with U=0 %s", run.flag)
+		var flags []string
+		if run.flag != "" {
+			flags = append(flags, run.flag)
+		}
+		proc := b.startCmsync(flags...)
+		b.fanOut(ctx, run.source, 1)
+		b.update(ctx, run.source, 1)
+		time.Sleep(5*time.Second + b.c.idle)
+		b.res.Memory[run.name] = proc.memory()
+		if run.flag == "" {
+			b.heapProfile(proc, run.name)
+		}
+		b.cleanup(ctx, run.source, 1)
+		proc.stop()
+	}
+}
 
-	// The same with --secrets=enabled and no Secret labelled: what turning Secrets on
-	// costs a cluster that does not use them (its Secrets are not cached: only labelled
-	// ones are).
-	step("MEMORY with U=0 and --secrets=enabled")
-	proc = b.startCmsync("--secrets=enabled")
-	b.fanOut(ctx, "mem0s", 1)
-	b.update(ctx, "mem0s", 1)
-	time.Sleep(5*time.Second + b.c.idle)
-	b.res.Memory["u0-secrets-enabled"] = proc.memory()
-	b.cleanup(ctx, "mem0s", 1)
-	proc.stop()
-
+// createUnrelated creates the U unrelated ConfigMaps, spread over the namespaces.
+func (b *bench) createUnrelated(ctx context.Context) {
 	step("creating %d unrelated ConfigMaps", b.c.unrelated)
 	must(parallel(b.c.workers, b.c.unrelated, func(i int) error {
 		_, err := b.cs.CoreV1().ConfigMaps(b.targets[i%len(b.targets)]).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i)}, Data: map[string]string{"v": b.payload}}, metav1.CreateOptions{})
 		return err
 	}))
+}
 
-	// LIMIT and cmsync take turns, round after round, so that both meet the same
-	// API server moods; a single round's ratio moves by tens of percent here.
-	proc = b.startCmsync()
+// rounds runs LIMIT and cmsync in turns, round after round, so that both meet the same
+// API server moods (a single round's ratio moves by tens of percent here); the last
+// round's source stays for IDLE and RESTART.
+func (b *bench) rounds(ctx context.Context) {
+	proc := b.startCmsync()
 	for r := range b.c.rounds {
-		step(
-			"round %d of %d: LIMIT (a plain client, %d workers, no client-side throttle), then cmsync's FAN-OUT, UPDATE, CLEANUP",
-			r+1,
-			b.c.rounds,
-			b.c.workers,
-		)
+		step("round %d of %d: LIMIT (a plain client, %d workers, no client-side throttle), then cmsync's FAN-OUT, UPDATE, CLEANUP",
+			r+1, b.c.rounds, b.c.workers)
 		limit := b.limit(ctx, 1, func(phase string) func() {
 			return b.cpuProfiles(ctx, proc, fmt.Sprintf("limit-%s-r%02d", phase, r), phaseProfileSeconds)
 		})
@@ -416,59 +451,60 @@ func (b *bench) run() error {
 		b.res.LimitBreakdown = append(b.res.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
 		name := fmt.Sprintf("app-r%02d", r)
 		var round windows
-		profiled := b.cpuProfiles(ctx, proc, fmt.Sprintf("fanout-r%02d", r), phaseProfileSeconds)
-		round.create = b.fanOut(ctx, name, 1)
-		profiled()
-		profiled = b.cpuProfiles(ctx, proc, fmt.Sprintf("update-r%02d", r), phaseProfileSeconds)
-		round.update = b.update(ctx, name, 1)
-		profiled()
+		round.create = b.profiledPhase(ctx, proc, fmt.Sprintf("fanout-r%02d", r), func() window { return b.fanOut(ctx, name, 1) })
+		round.update = b.profiledPhase(ctx, proc, fmt.Sprintf("update-r%02d", r), func() window { return b.update(ctx, name, 1) })
 		if r == b.c.rounds-1 {
-			// The last round's source stays for IDLE and RESTART.
-			step("IDLE for %s", b.c.idle)
-			time.Sleep(5 * time.Second) // let the passes our own writes triggered finish
-			from := time.Now()
-			time.Sleep(b.c.idle)
-			b.res.IdleWrites = b.cmsyncWrites(from, time.Now())
-			b.res.IdleSeconds = b.c.idle.Seconds()
-			b.res.Memory["u"+strconv.Itoa(b.c.unrelated)] = proc.memory()
-
-			step("RESTART in sync")
-			proc.stop()
-			proc, b.res.Restart = b.restart()
-
+			proc = b.idleAndRestart(proc)
 			step("CLEANUP")
 		}
-		profiled = b.cpuProfiles(ctx, proc, fmt.Sprintf("cleanup-r%02d", r), phaseProfileSeconds)
-		round.delete = b.cleanup(ctx, name, 1)
-		profiled()
+		round.delete = b.profiledPhase(ctx, proc, fmt.Sprintf("cleanup-r%02d", r), func() window { return b.cleanup(ctx, name, 1) })
 		b.res.CmsyncRounds = append(b.res.CmsyncRounds, round.phases())
 		b.res.CmsyncBreakdown = append(b.res.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
 	}
 	proc.stop()
 	b.res.Rounds = b.c.rounds
 	b.res.Limit, b.res.Cmsync = medians(b.res.LimitRounds), medians(b.res.CmsyncRounds)
-	b.secretRounds(ctx)
+}
 
-	if b.c.sources > 0 {
-		step("SCALE: %d sources to %d namespaces", b.c.sources, b.c.namespaces)
-		proc = b.startCmsync()
-		b.res.Scale.Replicas = b.c.sources * b.c.namespaces
-		cpu := proc.cpuSeconds()
-		b.res.Scale.FanOutSeconds = b.fanOut(ctx, "scale", b.c.sources).seconds()
-		b.res.Scale.FanOutCPUSeconds = proc.cpuSeconds() - cpu
-		time.Sleep(10 * time.Second)
-		m := proc.memory()
-		b.heapProfile(proc, "scale")
-		b.res.Scale.PeakMiB, b.res.Scale.SteadyMiB = m.PeakMiB, m.SteadyMiB
-		proc.stop()
-		proc, b.res.Scale.Restart = b.restart()
-		proc.stop()
-	}
-	b.res.Ratios["fanOut/limitCreate"] = b.res.Cmsync.Create / b.res.Limit.Create
-	b.res.Ratios["update/limitUpdate"] = b.res.Cmsync.Update / b.res.Limit.Update
-	b.res.Ratios["cleanup/limitDelete"] = b.res.Cmsync.Delete / b.res.Limit.Delete
-	b.print()
-	return b.save()
+// profiledPhase runs a phase of cmsync's with its CPU profiles (with -profile).
+func (b *bench) profiledPhase(ctx context.Context, proc *process, name string, run func() window) window {
+	profiled := b.cpuProfiles(ctx, proc, name, phaseProfileSeconds)
+	defer profiled()
+	return run()
+}
+
+// idleAndRestart counts cmsync's writes while idle with every replica in sync, reads
+// its memory, and restarts it; it returns the restarted process.
+func (b *bench) idleAndRestart(proc *process) *process {
+	step("IDLE for %s", b.c.idle)
+	time.Sleep(5 * time.Second) // let the passes our own writes triggered finish
+	from := time.Now()
+	time.Sleep(b.c.idle)
+	b.res.IdleWrites = b.cmsyncWrites(from, time.Now())
+	b.res.IdleSeconds = b.c.idle.Seconds()
+	b.res.Memory["u"+strconv.Itoa(b.c.unrelated)] = proc.memory()
+	step("RESTART in sync")
+	proc.stop()
+	proc, b.res.Restart = b.restart()
+	return proc
+}
+
+// scale fans S sources out to every namespace: time, cmsync's CPU and memory, and a
+// restart with all those replicas in sync.
+func (b *bench) scale(ctx context.Context) {
+	step("SCALE: %d sources to %d namespaces", b.c.sources, b.c.namespaces)
+	proc := b.startCmsync()
+	b.res.Scale.Replicas = b.c.sources * b.c.namespaces
+	cpu := proc.cpuSeconds()
+	b.res.Scale.FanOutSeconds = b.fanOut(ctx, "scale", b.c.sources).seconds()
+	b.res.Scale.FanOutCPUSeconds = proc.cpuSeconds() - cpu
+	time.Sleep(10 * time.Second)
+	m := proc.memory()
+	b.heapProfile(proc, "scale")
+	b.res.Scale.PeakMiB, b.res.Scale.SteadyMiB = m.PeakMiB, m.SteadyMiB
+	proc.stop()
+	proc, b.res.Scale.Restart = b.restart()
+	proc.stop()
 }
 
 // medians are the per-phase medians of rounds.
@@ -819,66 +855,94 @@ const unsureAfter = 2 * time.Second
 func (b *bench) timedUntilWritten(prefix string, want int, verbs []string, fn func() error, landed func() error) window {
 	tail := b.openAudit(true, []byte(`"userAgent":"cmsync`), []byte(`"name":"`+prefix))
 	defer tail.close()
-	var last time.Time
+	seen := &replicaWrites{b: b, prefix: prefix, verbs: verbs, written: map[string]bool{}, unsure: map[string]bool{}}
 	w := b.timed(func() error {
 		if err := fn(); err != nil {
 			return err
 		}
-		written, unsure := map[string]bool{}, map[string]bool{}
-		var pending [][]byte
-		lastEvent := time.Now()
-		deadline := lastEvent.Add(30 * time.Minute)
-		check := func(e auditEvent) {
-			key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
-			if !b.isCmsyncReplicaWrite(e) || !strings.HasPrefix(e.ObjectRef.Name, prefix) || !slices.Contains(verbs, e.Verb) || written[key] {
-				return
-			}
-			lastEvent = time.Now()
-			switch {
-			case done(e):
-				written[key] = true
-				delete(unsure, key)
-			case e.ResponseStatus.Code >= 500:
-				unsure[key] = true
-			default:
-				return
-			}
-			if e.Completed.After(last) {
-				last = e.Completed
-			}
-		}
-		for len(written) < want {
-			tail.lines(func(line []byte) {
-				if hasVerb(line, verbs) {
-					pending = append(pending, bytes.Clone(line))
-					lastEvent = time.Now()
-				}
-			})
-			if len(written)+len(unsure)+len(pending) >= want {
-				for _, line := range pending {
-					if e, ok := parseAudit(line); ok {
-						check(e)
-					}
-				}
-				pending = pending[:0]
-			}
-			if len(unsure) > 0 && len(written)+len(unsure) >= want && time.Since(lastEvent) > unsureAfter {
-				err := landed()
-				step("%d of cmsync's writes of %s were answered with a server error; the replicas read as wanted: %v", len(unsure), prefix, err == nil)
-				if err == nil {
-					return nil
-				}
-				lastEvent = time.Now()
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("cmsync wrote %d of %d replicas of %s in 30 minutes", len(written), want, prefix)
-			}
-			time.Sleep(auditPoll)
-		}
-		return nil
+		return seen.waitFor(tail, want, landed)
 	})
-	w.end = last
+	w.end = seen.last
 	return w
+}
+
+// replicaWrites follows, in the audit log, cmsync's writes of one phase's replicas
+// (named with prefix, by one of verbs): those done, those answered with a server error
+// (unsure), and the lines read but not parsed yet (pending).
+type replicaWrites struct {
+	b               *bench
+	prefix          string
+	verbs           []string
+	written, unsure map[string]bool
+	pending         [][]byte
+	// lastEvent is when the log last showed one of these writes; last is the
+	// completion time of the last one counted.
+	lastEvent, last time.Time
+}
+
+// waitFor reads the log until want replicas are written, or, once every write is
+// logged and the log has stayed quiet for unsureAfter, until landed says the replicas
+// are as wanted; at most 30 minutes.
+func (s *replicaWrites) waitFor(tail *auditTail, want int, landed func() error) error {
+	s.lastEvent = time.Now()
+	deadline := s.lastEvent.Add(30 * time.Minute)
+	for len(s.written) < want {
+		s.read(tail, want)
+		if len(s.unsure) > 0 && len(s.written)+len(s.unsure) >= want && time.Since(s.lastEvent) > unsureAfter {
+			err := landed()
+			step("%d of cmsync's writes of %s were answered with a server error; the replicas read as wanted: %v", len(s.unsure), s.prefix, err == nil)
+			if err == nil {
+				return nil
+			}
+			s.lastEvent = time.Now()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cmsync wrote %d of %d replicas of %s in 30 minutes", len(s.written), want, s.prefix)
+		}
+		time.Sleep(auditPoll)
+	}
+	return nil
+}
+
+// read picks out the new lines that may be the writes, and parses them once there are
+// enough to make up want.
+func (s *replicaWrites) read(tail *auditTail, want int) {
+	tail.lines(func(line []byte) {
+		if hasVerb(line, s.verbs) {
+			s.pending = append(s.pending, bytes.Clone(line))
+			s.lastEvent = time.Now()
+		}
+	})
+	if len(s.written)+len(s.unsure)+len(s.pending) < want {
+		return
+	}
+	for _, line := range s.pending {
+		if e, ok := parseAudit(line); ok {
+			s.check(e)
+		}
+	}
+	s.pending = s.pending[:0]
+}
+
+// check counts one logged write of a replica, done or answered with a server error.
+func (s *replicaWrites) check(e auditEvent) {
+	key := e.ObjectRef.Namespace + "/" + e.ObjectRef.Name
+	if !s.b.isCmsyncReplicaWrite(e) || !strings.HasPrefix(e.ObjectRef.Name, s.prefix) || !slices.Contains(s.verbs, e.Verb) || s.written[key] {
+		return
+	}
+	s.lastEvent = time.Now()
+	switch {
+	case done(e):
+		s.written[key] = true
+		delete(s.unsure, key)
+	case e.ResponseStatus.Code >= 500:
+		s.unsure[key] = true
+	default:
+		return
+	}
+	if e.Completed.After(s.last) {
+		s.last = e.Completed
+	}
 }
 
 // auditPoll is how often timedUntilWritten reads the audit log while cmsync writes. The

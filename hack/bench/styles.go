@@ -101,68 +101,83 @@ func writeStyles(c config) error {
 	if err != nil {
 		return err
 	}
-	// A run is one style, watched or not, with what its last writes answered.
-	type run struct {
-		style   writeStyle
-		figure  StyleFigure
-		key     string
-		written []written
-	}
-	var runs []*run
+	var runs []*styleRun
 	for _, watched := range []bool{false, true} {
 		for _, s := range styles {
-			runs = append(runs, &run{style: s, figure: StyleFigure{Name: s.name, Watched: watched},
+			runs = append(runs, &styleRun{style: s, figure: StyleFigure{Name: s.name, Watched: watched},
 				key: styleKey(s.name, watched), written: make([]written, len(b.targets))})
 		}
 	}
 	for r := range c.rounds {
 		step("round %d of %d: %d %ss in each of %d styles", r+1, c.rounds, len(b.targets), c.stylesOp, len(runs))
 		for _, run := range runs {
-			if deletes { // the objects this round deletes, created untimed
-				if err := parallel(c.workers, len(b.targets), func(n int) error {
-					w, err := run.style.write(ctx, b.styleObject(run.key, n, r, ""))
-					run.written[n] = w
-					return err
-				}); err != nil {
-					return fmt.Errorf("%s: creating: %w", run.key, err)
-				}
-			}
-			closeWatch := func() {}
-			if run.figure.Watched {
-				stop, err := b.watchMetadata(ctx, "bench.limit/managed-by="+run.key)
-				if err != nil {
-					return err
-				}
-				closeWatch = stop
-			}
-			time.Sleep(time.Second) // the previous style's writes settle
-			before := processCPU()
-			err := parallel(c.workers, len(b.targets), func(n int) error {
-				if deletes {
-					return run.style.delete(ctx, b.styleObject(run.key, n, r, ""), run.written[n].uid)
-				}
-				w, err := run.style.write(ctx, b.styleObject(run.key, n, r, run.written[n].version))
-				run.written[n] = w
+			if err := b.styleRound(ctx, run, r, deletes); err != nil {
 				return err
-			})
-			after := processCPU()
-			closeWatch()
-			if err != nil {
-				return fmt.Errorf("%s: %w", run.key, err)
 			}
-			if r == 0 && !deletes {
-				continue // the first round creates the objects
-			}
-			cpu := after["kube-apiserver"] - before["kube-apiserver"] + after["etcd"] - before["etcd"]
-			run.figure.RoundsPer1000 = append(run.figure.RoundsPer1000, cpu*1000/float64(len(b.targets)))
-			run.figure.RoundsWriterPer1000 = append(run.figure.RoundsWriterPer1000,
-				(after["bench"]-before["bench"])*1000/float64(len(b.targets)))
 		}
 	}
+	return reportStyles(c, int(size.Value()), runs)
+}
+
+// styleRun is one style, watched or not, with what its last writes answered.
+type styleRun struct {
+	style   writeStyle
+	figure  StyleFigure
+	key     string
+	written []written
+}
+
+// styleRound times round r of one style's writes (or deletes, with the objects created
+// untimed first) and adds its CPU to the figure; the first round of updates creates the
+// objects and is not counted.
+func (b *bench) styleRound(ctx context.Context, run *styleRun, r int, deletes bool) error {
+	if deletes {
+		if err := parallel(b.c.workers, len(b.targets), func(n int) error {
+			w, err := run.style.write(ctx, b.styleObject(run.key, n, r, ""))
+			run.written[n] = w
+			return err
+		}); err != nil {
+			return fmt.Errorf("%s: creating: %w", run.key, err)
+		}
+	}
+	closeWatch := func() {}
+	if run.figure.Watched {
+		stop, err := b.watchMetadata(ctx, "bench.limit/managed-by="+run.key)
+		if err != nil {
+			return err
+		}
+		closeWatch = stop
+	}
+	time.Sleep(time.Second) // the previous style's writes settle
+	before := processCPU()
+	err := parallel(b.c.workers, len(b.targets), func(n int) error {
+		if deletes {
+			return run.style.delete(ctx, b.styleObject(run.key, n, r, ""), run.written[n].uid)
+		}
+		w, err := run.style.write(ctx, b.styleObject(run.key, n, r, run.written[n].version))
+		run.written[n] = w
+		return err
+	})
+	after := processCPU()
+	closeWatch()
+	if err != nil {
+		return fmt.Errorf("%s: %w", run.key, err)
+	}
+	if r == 0 && !deletes {
+		return nil // the first round creates the objects
+	}
+	cpu := after["kube-apiserver"] - before["kube-apiserver"] + after["etcd"] - before["etcd"]
+	run.figure.RoundsPer1000 = append(run.figure.RoundsPer1000, cpu*1000/float64(len(b.targets)))
+	run.figure.RoundsWriterPer1000 = append(run.figure.RoundsWriterPer1000, (after["bench"]-before["bench"])*1000/float64(len(b.targets)))
+	return nil
+}
+
+// reportStyles prints the styles' medians and saves them.
+func reportStyles(c config, sizeBytes int, runs []*styleRun) error {
 	fmt.Printf("\nCPU s per 1,000 %ss of a %s replica-shaped ConfigMap, %d namespaces, medians of %d rounds: "+
 		"API server + etcd, and the writer\n", c.stylesOp, c.stylesSize, c.namespaces, len(runs[0].figure.RoundsPer1000))
 	res := StylesResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces,
-		SizeBytes: int(size.Value()), Rounds: c.rounds, Operation: c.stylesOp}
+		SizeBytes: sizeBytes, Rounds: c.rounds, Operation: c.stylesOp}
 	identity := func(v float64) float64 { return v }
 	for _, run := range runs {
 		run.figure.MedianPer1000 = medianOf(run.figure.RoundsPer1000, identity)
@@ -226,62 +241,76 @@ func (b *bench) writeStyleList() ([]writeStyle, error) {
 	if err != nil {
 		return nil, err
 	}
-	unconditional := func(name string, cs *kubernetes.Clientset) writeStyle {
-		return writeStyle{
-			name: name,
-			write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
-				configMaps := cs.CoreV1().ConfigMaps(cm.Namespace)
-				var out *corev1.ConfigMap
-				var err error
-				if cm.ResourceVersion == "" {
-					out, err = configMaps.Create(ctx, cm, metav1.CreateOptions{})
-				} else {
-					cm.ResourceVersion = ""
-					out, err = configMaps.Update(ctx, cm, metav1.UpdateOptions{})
-				}
-				if err != nil {
-					return written{}, err
-				}
-				return written{version: out.ResourceVersion, uid: out.UID}, nil
-			},
-			delete: func(ctx context.Context, cm *corev1.ConfigMap, _ types.UID) error {
-				return cs.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{})
-			},
-		}
-	}
 	return []writeStyle{
-		unconditional("json", b.cs),
-		unconditional("protobuf", protobufClient),
-		{name: "typed", write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
+		unconditionalStyle("json", b.cs),
+		unconditionalStyle("protobuf", protobufClient),
+		typedStyle(typed),
+		metadataStyle(metadataAnswers, typed),
+	}, nil
+}
+
+// unconditionalStyle writes with client-go's clientset, without a precondition.
+func unconditionalStyle(name string, cs *kubernetes.Clientset) writeStyle {
+	return writeStyle{
+		name: name,
+		write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
+			configMaps := cs.CoreV1().ConfigMaps(cm.Namespace)
+			var out *corev1.ConfigMap
 			var err error
 			if cm.ResourceVersion == "" {
-				err = typed.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+				out, err = configMaps.Create(ctx, cm, metav1.CreateOptions{})
 			} else {
-				err = typed.Update(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
-			}
-			return written{version: cm.ResourceVersion, uid: cm.UID}, err
-		}, delete: func(ctx context.Context, cm *corev1.ConfigMap, uid types.UID) error {
-			return typed.Delete(ctx, cm, client.Preconditions{UID: &uid})
-		}},
-		{name: "metadata", write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
-			var w *metav1.PartialObjectMetadata
-			var err error
-			if cm.ResourceVersion == "" {
-				w, err = metadataAnswers.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
-			} else {
-				w, err = metadataAnswers.Update(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+				cm.ResourceVersion = ""
+				out, err = configMaps.Update(ctx, cm, metav1.UpdateOptions{})
 			}
 			if err != nil {
 				return written{}, err
 			}
-			return written{version: w.ResourceVersion, uid: w.UID}, nil
-		}, delete: func(ctx context.Context, cm *corev1.ConfigMap, uid types.UID) error {
-			// Given metadata, controller-runtime's client deletes through its metadata
-			// client, as replicator's engine does (its objectAt).
-			at := desired.NewMetadata(desired.ConfigMapKind{})
-			at.SetNamespace(cm.Namespace)
-			at.SetName(cm.Name)
-			return typed.Delete(ctx, at, client.Preconditions{UID: &uid})
-		}},
-	}, nil
+			return written{version: out.ResourceVersion, uid: out.UID}, nil
+		},
+		delete: func(ctx context.Context, cm *corev1.ConfigMap, _ types.UID) error {
+			return cs.CoreV1().ConfigMaps(cm.Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{})
+		},
+	}
+}
+
+// typedStyle writes with controller-runtime's client: protobuf, conditional on the
+// resourceVersion and the UID, field manager cmsync.
+func typedStyle(typed client.Client) writeStyle {
+	return writeStyle{name: "typed", write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
+		var err error
+		if cm.ResourceVersion == "" {
+			err = typed.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+		} else {
+			err = typed.Update(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+		}
+		return written{version: cm.ResourceVersion, uid: cm.UID}, err
+	}, delete: func(ctx context.Context, cm *corev1.ConfigMap, uid types.UID) error {
+		return typed.Delete(ctx, cm, client.Preconditions{UID: &uid})
+	}}
+}
+
+// metadataStyle writes as cmsync's engine does from metadataAnswersFrom up: asking for
+// the metadata alone in the answer (metawrite), and deleting by metadata.
+func metadataStyle(metadataAnswers *metawrite.Client, typed client.Client) writeStyle {
+	return writeStyle{name: "metadata", write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
+		var w *metav1.PartialObjectMetadata
+		var err error
+		if cm.ResourceVersion == "" {
+			w, err = metadataAnswers.Create(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+		} else {
+			w, err = metadataAnswers.Update(ctx, cm, client.FieldOwner(v1alpha1.FieldManager))
+		}
+		if err != nil {
+			return written{}, err
+		}
+		return written{version: w.ResourceVersion, uid: w.UID}, nil
+	}, delete: func(ctx context.Context, cm *corev1.ConfigMap, uid types.UID) error {
+		// Given metadata, controller-runtime's client deletes through its metadata
+		// client, as replicator's engine does (its objectAt).
+		at := desired.NewMetadata(desired.ConfigMapKind{})
+		at.SetNamespace(cm.Namespace)
+		at.SetName(cm.Name)
+		return typed.Delete(ctx, at, client.Preconditions{UID: &uid})
+	}}
 }

@@ -256,95 +256,127 @@ func (b *bench) measureRound(p *Point, r int) {
 	step("round %d of %d: creating %d namespaces on a fresh control plane", r+1, p.Rounds, p.Namespaces)
 	b.createNamespaces(ctx, p.Namespaces)
 	b.payload = strings.Repeat("x", p.SizeBytes)
-
-	bigPhases := p.SizeBytes*p.Replicas > bigPhaseBytes
-	pause := func() {}
-	if bigPhases {
+	round := &sweepRound{b: b, p: p, r: r, ctx: ctx, bigPhases: p.SizeBytes*p.Replicas > bigPhaseBytes}
+	if round.bigPhases {
 		b.aftermath = max(b.c.aftermath, bigPhaseAftermath)
-		pause = func() {
-			step("pausing %s more: the API server's watch cache lets the last phase's versions go", watchCacheHistory-b.aftermath)
-			time.Sleep(watchCacheHistory - b.aftermath)
-		}
 	}
+	round.shortPhases = p.Replicas < shortPointReplicas && !round.bigPhases
 	p.AftermathSeconds = b.aftermath.Seconds()
 	terminated := b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`)
 	defer func() {
 		p.TerminatedWatchers += b.apiMetric(`apiserver_terminated_watchers_total{group="",resource="configmaps"}`) - terminated
 	}()
-	proc := b.startCmsync()
-	defer func() { proc.stop() }() // proc is the restarted process after the last round's restarts
+	round.proc = b.startCmsync()
+	defer func() { round.proc.stop() }() // the restarted process after the last round's restarts
 	if b.c.sweepWarmUp {
 		b.warmUp(ctx, fmt.Sprintf("w-r%02d", r))
-		pause() // at a point of big objects, the warm-up's versions leave the watch cache first
+		round.pause() // at a point of big objects, the warm-up's versions leave the watch cache first
 	}
-	// With -profile, the phases are profiled, LIMIT's and cmsync's alike: the first
-	// round's for sweepProfileSeconds; at a point of short phases every round's for
-	// phaseProfileSeconds, since one such phase gives too few samples (go tool pprof
-	// adds up the rounds' files).
-	shortPhases := p.Replicas < shortPointReplicas && !bigPhases
-	profiled := func(phase string) func() {
-		name := fmt.Sprintf("sweep-n%d-s%d-z%d-%s", p.Namespaces, p.Sources, p.SizeBytes, phase)
-		switch {
-		case shortPhases:
-			return b.cpuProfiles(ctx, proc, fmt.Sprintf("%s-r%02d", name, r), phaseProfileSeconds)
-		case r == 0:
-			return b.cpuProfiles(ctx, proc, name, sweepProfileSeconds)
-		}
-		return func() {}
+	round.writersInTurn()
+}
+
+// sweepRound is one round of a sweep's point: its writers' phases on one control plane.
+type sweepRound struct {
+	b    *bench
+	p    *Point
+	r    int
+	ctx  context.Context //nolint:containedctx // one round's context, for its phases
+	proc *process
+	// bigPhases: a phase writes more than bigPhaseBytes, and the round pauses after
+	// each (pause); shortPhases: its phases are too short for one profile each.
+	bigPhases, shortPhases bool
+}
+
+// pause waits, after a phase of big objects, for the API server's watch cache to let
+// the phase's versions go.
+func (s *sweepRound) pause() {
+	if !s.bigPhases {
+		return
 	}
-	// phaseDone starts a phase's profiles; what it returns waits for them, then pauses
-	// as a big phase needs. LIMIT's phases and cmsync's (phase) both go through it.
-	phaseDone := func(name string) func() {
-		time.Sleep(phaseSettle)
-		wait := profiled(name)
-		return func() { wait(); pause() }
+	step("pausing %s more: the API server's watch cache lets the last phase's versions go", watchCacheHistory-s.b.aftermath)
+	time.Sleep(watchCacheHistory - s.b.aftermath)
+}
+
+// profiled starts a phase's profiles (with -profile), LIMIT's and cmsync's alike: the
+// first round's for sweepProfileSeconds; at a point of short phases every round's for
+// phaseProfileSeconds, since one such phase gives too few samples (go tool pprof adds
+// up the rounds' files).
+func (s *sweepRound) profiled(phase string) func() {
+	p := s.p
+	name := fmt.Sprintf("sweep-n%d-s%d-z%d-%s", p.Namespaces, p.Sources, p.SizeBytes, phase)
+	switch {
+	case s.shortPhases:
+		return s.b.cpuProfiles(s.ctx, s.proc, fmt.Sprintf("%s-r%02d", name, s.r), phaseProfileSeconds)
+	case s.r == 0:
+		return s.b.cpuProfiles(s.ctx, s.proc, name, sweepProfileSeconds)
 	}
-	phase := func(name string, run func() window) window {
-		done := phaseDone(name)
-		defer done()
-		return run()
+	return func() {}
+}
+
+// phaseDone starts a phase after phaseSettle, with its profiles; what it returns waits
+// for them, then pauses as a big phase needs. Every writer's phases go through it.
+func (s *sweepRound) phaseDone(name string) func() {
+	time.Sleep(phaseSettle)
+	wait := s.profiled(name)
+	return func() { wait(); s.pause() }
+}
+
+func (s *sweepRound) phase(name string, run func() window) window {
+	done := s.phaseDone(name)
+	defer done()
+	return run()
+}
+
+func (s *sweepRound) runLimit() {
+	limit := s.b.limit(s.ctx, s.p.Sources, func(name string) func() { return s.phaseDone("limit-" + name) })
+	s.p.LimitRounds = append(s.p.LimitRounds, limit.phases())
+	s.p.LimitBreakdown = append(s.p.LimitBreakdown, s.b.breakdown(limit, s.b.isLimitWrite))
+}
+
+func (s *sweepRound) runLimitWatched() {
+	b, p := s.b, s.p
+	stopWatch, err := b.watchMetadata(s.ctx, "bench.limit/managed-by="+v1alpha1.ManagedByValue)
+	must(err)
+	limit := b.limitNamed(s.ctx, limitWatchedName, p.Sources, func(name string) func() { return s.phaseDone(limitWatchedName + "-" + name) })
+	stopWatch()
+	p.LimitWatchedRounds = append(p.LimitWatchedRounds, limit.phases())
+	p.LimitWatchedBreakdown = append(p.LimitWatchedBreakdown,
+		b.breakdown(limit, func(e auditEvent) bool { return b.isWriteOf(limitWatchedName, e) }))
+}
+
+// runCmsync runs cmsync's fan-out, mass update and cleanup; in the last round, between
+// the fan-out and the update, it reads cmsync's memory and restarts it.
+func (s *sweepRound) runCmsync() {
+	b, p, ctx := s.b, s.p, s.ctx
+	name := fmt.Sprintf("p-r%02d", s.r)
+	var round windows
+	round.create = s.phase("fanout", func() window { return b.fanOut(ctx, name, p.Sources) })
+	if s.r == p.Rounds-1 {
+		// Let the heap settle after the burst: at 100 sources cmsync still works
+		// through the fan-out's watch events for seconds after its last write,
+		// and only then returns the burst's memory (10 s was sometimes too short).
+		time.Sleep(min(b.c.idle, 30*time.Second))
+		p.Memory = s.proc.memory()
+		b.heapProfile(s.proc, fmt.Sprintf("sweep-n%d-s%d-z%d", p.Namespaces, p.Sources, p.SizeBytes))
+		s.proc, p.Restart = b.restartsVerified(s.proc, p.Replicas)
 	}
-	runLimit := func() {
-		limit := b.limit(ctx, p.Sources, func(name string) func() { return phaseDone("limit-" + name) })
-		p.LimitRounds = append(p.LimitRounds, limit.phases())
-		p.LimitBreakdown = append(p.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
-	}
-	runLimitWatched := func() {
-		stopWatch, err := b.watchMetadata(ctx, "bench.limit/managed-by="+v1alpha1.ManagedByValue)
-		must(err)
-		limit := b.limitNamed(ctx, limitWatchedName, p.Sources, func(name string) func() { return phaseDone(limitWatchedName + "-" + name) })
-		stopWatch()
-		p.LimitWatchedRounds = append(p.LimitWatchedRounds, limit.phases())
-		p.LimitWatchedBreakdown = append(p.LimitWatchedBreakdown,
-			b.breakdown(limit, func(e auditEvent) bool { return b.isWriteOf(limitWatchedName, e) }))
-	}
-	runCmsync := func() {
-		name := fmt.Sprintf("p-r%02d", r)
-		var round windows
-		round.create = phase("fanout", func() window { return b.fanOut(ctx, name, p.Sources) })
-		if r == p.Rounds-1 {
-			// Let the heap settle after the burst: at 100 sources cmsync still works
-			// through the fan-out's watch events for seconds after its last write,
-			// and only then returns the burst's memory (10 s was sometimes too short).
-			time.Sleep(min(b.c.idle, 30*time.Second))
-			p.Memory = proc.memory()
-			b.heapProfile(proc, fmt.Sprintf("sweep-n%d-s%d-z%d", p.Namespaces, p.Sources, p.SizeBytes))
-			proc, p.Restart = b.restartsVerified(proc, p.Replicas)
-		}
-		round.update = phase("update", func() window { return b.update(ctx, name, p.Sources) })
-		round.delete = phase("cleanup", func() window { return b.cleanup(ctx, name, p.Sources) })
-		p.CmsyncRounds = append(p.CmsyncRounds, round.phases())
-		p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
-	}
-	// On a fresh etcd the same writes cost it more or less with their place in the
-	// round (measurePoint), so the writers take turns: LIMIT goes first in rounds 1, 3, …,
-	// cmsync in rounds 2, 4, …; the other way round with -sweep-cmsync-first. With LIMIT
-	// watched, each of the three goes first, second and third in turn.
-	if b.c.sweepLimitWatched {
+	round.update = s.phase("update", func() window { return b.update(ctx, name, p.Sources) })
+	round.delete = s.phase("cleanup", func() window { return b.cleanup(ctx, name, p.Sources) })
+	p.CmsyncRounds = append(p.CmsyncRounds, round.phases())
+	p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
+}
+
+// writersInTurn runs the writers in turn. On a fresh etcd the same writes cost it more
+// or less with their place in the round (measurePoint), so LIMIT goes first in rounds
+// 1, 3, …, cmsync in rounds 2, 4, …; the other way round with -sweep-cmsync-first.
+// With LIMIT watched, each of the three goes first, second and third in turn.
+func (s *sweepRound) writersInTurn() {
+	p, r := s.p, s.r
+	if s.b.c.sweepLimitWatched {
 		writers := []struct {
 			name string
 			run  func()
-		}{{"LIMIT", runLimit}, {"LIMIT watched", runLimitWatched}, {"cmsync", runCmsync}}
+		}{{"LIMIT", s.runLimit}, {"LIMIT watched", s.runLimitWatched}, {"cmsync", s.runCmsync}}
 		order := make([]string, 0, len(writers))
 		for i := range writers {
 			order = append(order, writers[(r+i)%len(writers)].name)
@@ -355,14 +387,14 @@ func (b *bench) measureRound(p *Point, r int) {
 		}
 		return
 	}
-	if limitFirst := r%2 == 0; limitFirst != b.c.sweepCmsyncFirst {
+	if limitFirst := r%2 == 0; limitFirst != s.b.c.sweepCmsyncFirst {
 		step("round %d of %d: LIMIT, then cmsync's FAN-OUT, MASS UPDATE, CLEANUP (%d writes each)", r+1, p.Rounds, p.Replicas)
-		runLimit()
-		runCmsync()
+		s.runLimit()
+		s.runCmsync()
 	} else {
 		step("round %d of %d: cmsync's FAN-OUT, MASS UPDATE, CLEANUP, then LIMIT (%d writes each)", r+1, p.Rounds, p.Replicas)
-		runCmsync()
-		runLimit()
+		s.runCmsync()
+		s.runLimit()
 	}
 }
 

@@ -67,8 +67,10 @@ func must(err error) {
 	}
 }
 
+// n is how many of each request a round sends.
+const n = 1000
+
 func main() {
-	const n = 1000
 	work, err := os.MkdirTemp("", "cmsync-passcost-")
 	must(err)
 	defer func() { _ = os.RemoveAll(work) }() // best effort: a leftover is in the system temp dir
@@ -77,74 +79,98 @@ func main() {
 	defer func() { _ = env.Stop() }()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttle, as the bench's LIMIT
-	md := metadata.NewForConfigOrDie(cfg)
+	w := &world{ctx: context.Background(), md: metadata.NewForConfigOrDie(cfg), payload: strings.Repeat("x", 1024)}
 	cfg.ContentType = runtime.ContentTypeProtobuf
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	ctx := context.Background()
-	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "m"}}, metav1.CreateOptions{})
-	must(err)
-	payload := strings.Repeat("x", 1024)
-	var targets []string
-	for i := 0; i < 100; i++ {
-		targets = append(targets, fmt.Sprintf("team-%03d", i))
-	}
-	sourceAnn := map[string]string{v1alpha1.TargetNamespacesAnnotation: strings.Join(targets, ",")}
-	replica := func(i int, v string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%04d", i), Namespace: "m",
-			Labels:      map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.ContentHashLabel: v},
-			Annotations: map[string]string{v1alpha1.SourceAnnotation: "src/x"}}, Data: map[string]string{"v": payload + v}}
-	}
-	source := func(i int, v string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: fmt.Sprintf("s-%04d", i), Namespace: "m",
-				Labels: map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}, Annotations: sourceAnn,
-			},
-			Data: map[string]string{"v": payload + v},
-		}
-	}
+	w.cs = kubernetes.NewForConfigOrDie(cfg)
+	w.create()
+	measure(w.requests())
+}
+
+// world is the namespace "m" with n replica-shaped ConfigMaps and n sources, and the
+// clients that write them.
+type world struct {
+	ctx     context.Context //nolint:containedctx // the command's one context
+	cs      *kubernetes.Clientset
+	md      metadata.Interface
+	payload string
 	// sources holds each source's metadata as its last write left it: the status patch
 	// is conditional on it, as cmsync's is (desired.StatusPatch). Each index is written
 	// by one worker at a time.
-	sources := make([]metav1.Object, n)
+	sources []metav1.Object
+}
+
+func (w *world) replica(i int, v string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%04d", i), Namespace: "m",
+		Labels:      map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.ContentHashLabel: v},
+		Annotations: map[string]string{v1alpha1.SourceAnnotation: "src/x"}}, Data: map[string]string{"v": w.payload + v}}
+}
+
+func (w *world) source(i int, v string) *corev1.ConfigMap {
+	targets := make([]string, 0, 100)
+	for t := range 100 {
+		targets = append(targets, fmt.Sprintf("team-%03d", t))
+	}
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("s-%04d", i), Namespace: "m",
+			Labels:      map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: strings.Join(targets, ",")},
+		},
+		Data: map[string]string{"v": w.payload + v},
+	}
+}
+
+// create makes the namespace, the replicas and the sources.
+func (w *world) create() {
+	_, err := w.cs.CoreV1().Namespaces().Create(w.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "m"}}, metav1.CreateOptions{})
+	must(err)
+	w.sources = make([]metav1.Object, n)
 	parallel(n, func(i int) error {
-		_, err := cs.CoreV1().ConfigMaps("m").Create(ctx, replica(i, "0"), metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
+		_, err := w.cs.CoreV1().ConfigMaps("m").Create(w.ctx, w.replica(i, "0"), metav1.CreateOptions{FieldManager: v1alpha1.FieldManager})
 		if err != nil {
 			return err
 		}
-		created, err := cs.CoreV1().ConfigMaps("m").Create(ctx, source(i, "0"), metav1.CreateOptions{})
-		sources[i] = created
+		created, err := w.cs.CoreV1().ConfigMaps("m").Create(w.ctx, w.source(i, "0"), metav1.CreateOptions{})
+		w.sources[i] = created
 		return err
 	})
+}
+
+// request is one kind of request a pass makes, sent for object i in a round.
+type request struct {
+	name string
+	fn   func(round, i int) error
+}
+
+// requests are the replica write and the pass's own requests: the user's source write,
+// the status patch and the Event.
+func (w *world) requests() []request {
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	kinds := []struct {
-		name string
-		fn   func(round, i int) error
-	}{
+	return []request{
 		{"replica PUT", func(round, i int) error {
-			_, err := cs.CoreV1().ConfigMaps("m").Update(ctx, replica(i, fmt.Sprint(round)), metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
+			_, err := w.cs.CoreV1().ConfigMaps("m").Update(w.ctx, w.replica(i, fmt.Sprint(round)), metav1.UpdateOptions{FieldManager: v1alpha1.FieldManager})
 			return err
 		}},
 		{"source PUT (the user's write)", func(round, i int) error {
-			updated, err := cs.CoreV1().ConfigMaps("m").Update(ctx, source(i, fmt.Sprint(round)), metav1.UpdateOptions{})
+			updated, err := w.cs.CoreV1().ConfigMaps("m").Update(w.ctx, w.source(i, fmt.Sprint(round)), metav1.UpdateOptions{})
 			if err == nil {
-				sources[i] = updated
+				w.sources[i] = updated
 			}
 			return err
 		}},
 		{"status merge PATCH (metadata)", func(round, i int) error {
 			status := desired.SourceStatus{State: v1alpha1.StatusSynced, Synced: "100/100", Message: fmt.Sprintf("all 100 targets in sync (round %d)", round)}
-			patch := desired.StatusPatch(sources[i], status, true, time.Now().Add(time.Duration(round)*time.Second))
-			patched, err := md.Resource(gvr).Namespace("m").
-				Patch(ctx, sources[i].GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
+			patch := desired.StatusPatch(w.sources[i], status, true, time.Now().Add(time.Duration(round)*time.Second))
+			patched, err := w.md.Resource(gvr).Namespace("m").
+				Patch(w.ctx, w.sources[i].GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: v1alpha1.FieldManager})
 			if err == nil {
-				sources[i] = patched
+				w.sources[i] = patched
 			}
 			return err
 		}},
 		{"Event POST (events.k8s.io/v1)", func(round, i int) error {
 			now := metav1.NowMicro()
-			_, err := cs.EventsV1().Events("m").Create(ctx, &eventsv1.Event{
+			_, err := w.cs.EventsV1().Events("m").Create(w.ctx, &eventsv1.Event{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%04d.%d", i, round), Namespace: "m"},
 				EventTime:  now, ReportingController: "cmsync.io/cmsync", ReportingInstance: "cmsync-x",
 				Action: "Sync", Reason: "Synced", Type: "Normal", Note: "updated 100 replicas (100/100)",
@@ -153,6 +179,11 @@ func main() {
 			return err
 		}},
 	}
+}
+
+// measure sends each kind of request n times a round, the kinds in turn, for six
+// rounds, and prints what each cost the API server and etcd beyond their quiet rate.
+func measure(kinds []request) {
 	sums := make([]float64, len(kinds))
 	rounds := 6
 	for round := 1; round <= rounds; round++ {

@@ -100,3 +100,25 @@ func TestTenantBoundaryIdleWritesNothing(t *testing.T) {
 		client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AcceptFromAnnotation, "!"+srcNS+",ta-*")))))
 	waitForReplicasIn(t, src, mine)
 }
+
+// The boundary binds a tenant's Secret sources as it binds its ConfigMaps, and does not
+// bind a ConfigMapSync (an administrator's, cluster-scoped), which reaches another
+// tenant's namespace from the same tenant namespace.
+func TestTenantBoundaryBindsSecretsNotConfigMapSyncs(t *testing.T) {
+	startController(t, withTenantLabel(), withSecrets())
+	tenant := "t" + randomSuffix()
+	srcNS := newNamespace(t, "ta", map[string]string{tenantLabel: tenant})
+	mine := newNamespace(t, "ta", map[string]string{tenantLabel: tenant})
+	other := newNamespace(t, "tb", map[string]string{tenantLabel: "other" + tenant})
+	data := map[string][]byte{"password": []byte("s3cret")}
+	secret := newSecretSource(t, srcNS, "db", corev1.SecretTypeOpaque, map[string]string{v1alpha1.TargetNamespacesAnnotation: mine + "," + other}, data)
+	waitForSecretReplicas(t, secret, data, mine)
+	got := waitForSecretStatus(t, secret, v1alpha1.StatusSynced, "1/1")
+	if msg := got.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "1 matched namespace is outside tenant") {
+		t.Errorf("message %q", msg)
+	}
+
+	plainConfigMap(t, srcNS, "settings", map[string]string{"k": "v"})
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "settings", DestinationNamespaces: []string{mine, other}})
+	waitForSyncReplicasIn(t, sync, mine, other)
+}
