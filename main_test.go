@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"flag"
+	"strings"
+	"testing"
+)
 
 func TestClientRateLimit(t *testing.T) {
 	for _, tc := range []struct {
@@ -19,5 +23,35 @@ func TestClientRateLimit(t *testing.T) {
 		if qps != tc.wantQPS || burst != tc.wantBurst {
 			t.Errorf("clientRateLimit(%v, %d) = %v, %d; want %v, %d", tc.qps, tc.burst, qps, burst, tc.wantQPS, tc.wantBurst)
 		}
+	}
+}
+
+// A malformed policy flag stops cmsync at start, before it connects, with a message
+// naming the flag and what is wrong.
+func TestMalformedPolicyFlagsStopTheStart(t *testing.T) {
+	for _, tc := range []struct{ arg, want string }{
+		{"--reserved-names=Bad_Name", `--reserved-names: entry "Bad_Name" is not an object name`},
+		{"--reserved-names=ca-*", `--reserved-names: entry "ca-*" is not an object name`},
+		{"--tenant-label=a b", `--tenant-label: "a b" is not a label key`},
+		{"--exclude-namespaces=[x", `--exclude-namespaces: entry "[x"`},
+	} {
+		fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
+		o := bindFlags(fs)
+		if err := fs.Parse([]string{tc.arg}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := o.replicatorOptions()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.arg, err, tc.want)
+		}
+	}
+	fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
+	o := bindFlags(fs)
+	if err := fs.Parse([]string{"--reserved-names=istio-ca-root-cert, openshift-service-ca.crt", "--tenant-label=capsule.clastix.io/tenant"}); err != nil {
+		t.Fatal(err)
+	}
+	options, err := o.replicatorOptions()
+	if err != nil || options.Policy.TenantLabel != "capsule.clastix.io/tenant" || len(options.Policy.ReservedNames) != 2 {
+		t.Errorf("valid flags: %+v %v", options.Policy, err)
 	}
 }
