@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,12 +41,9 @@ func (e *Engine[T]) run(ctx context.Context, owner desired.Owner, plan Plan[T]) 
 	current, unwanted := splitOwned(owned, owner, plan.Template.Name(), plan.Targets)
 	results := e.SyncTargets(ctx, owner, plan, current)
 	deleted, cleanupErr := e.deleteReplicas(ctx, owner, unwanted)
-	return desired.Summarize(results, deleted, cleanupErr, joinNotices(plan.Template.Notice(), plan.Boundary)), nil
-}
-
-// joinNotices joins the non-empty notices that end a status message, in order.
-func joinNotices(notices ...string) string {
-	return strings.Join(slices.DeleteFunc(notices, func(n string) bool { return n == "" }), "; ")
+	summary := desired.Summarize(results, deleted, cleanupErr, plan.Template.Notice())
+	summary.Within(plan.Boundary)
+	return summary, nil
 }
 
 // deleteAll deletes every replica of owner, for a source that is gone or retired.

@@ -117,7 +117,7 @@ func Summarize(results []Result, deleted int, cleanupErr error, notice string) S
 		s.State = v1alpha1.StatusDegraded
 		s.Message = summarize(problems)
 	case len(results) == 0:
-		s.Message = "no namespace matches the targets"
+		s.Message = noTargets
 	default:
 		s.Message = fmt.Sprintf("in sync in %d %s", len(results), plural(len(results), "namespace", "namespaces"))
 	}
@@ -125,6 +125,21 @@ func Summarize(results []Result, deleted int, cleanupErr error, notice string) S
 		s.Message = truncate(oneLine(s.Message + "; " + notice))
 	}
 	return s
+}
+
+// noTargets is the message of a pass with no target namespace.
+const noTargets = "no namespace matches the targets"
+
+// Within ends the message with what the tenant boundary kept out (Targets.Notice): a
+// pass with no target then says that none is within reach, not that none matches.
+func (s *Summary) Within(boundary string) {
+	if boundary == "" {
+		return
+	}
+	if rest, ok := strings.CutPrefix(s.Message, noTargets); ok && s.Targets == 0 {
+		s.Message = "no target namespace within reach" + rest
+	}
+	s.Message = truncate(oneLine(s.Message + "; " + boundary))
 }
 
 // SourceStatus is what the status annotations of a source say.

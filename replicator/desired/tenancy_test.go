@@ -254,3 +254,24 @@ func FuzzTenantBoundary(f *testing.F) {
 		}
 	})
 }
+
+// A pass whose every matched namespace is outside the tenant says none is within reach,
+// and still ends with what the boundary kept out.
+func TestSummaryWithinTheBoundary(t *testing.T) {
+	boundary := `2 matched namespaces are outside tenant "a" and not accepting from a-dev (b-dev, b-prod)`
+	s := Summarize(nil, 0, nil, "")
+	s.Within(boundary)
+	if want := "no target namespace within reach; " + boundary; s.Message != want {
+		t.Errorf("message %q, want %q", s.Message, want)
+	}
+	s = Summarize([]Result{{Namespace: "a-prod", Outcome: Created}}, 0, nil, "")
+	s.Within(boundary)
+	if want := "in sync in 1 namespace; " + boundary; s.Message != want {
+		t.Errorf("message %q, want %q", s.Message, want)
+	}
+	s = Summarize(nil, 0, nil, "")
+	s.Within("")
+	if s.Message != noTargets {
+		t.Errorf("without a boundary: %q", s.Message)
+	}
+}
