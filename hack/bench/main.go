@@ -48,7 +48,7 @@ type config struct {
 	namespaces, unrelated, sources, workers, rounds, secretRounds int
 	idle, aftermath                                               time.Duration
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
-	sweep, restartsOnly, apf, writeStyles, sweepCmsyncFirst       bool
+	sweepCmsyncFirst                                              bool
 	sweepLimitWatched, sweepWarmUp                                bool
 	serverGCBeforePhase                                           bool
 	sweepN, sweepS, sweepSizes                                    string
@@ -208,14 +208,66 @@ const (
 	verbDelete = "delete"
 )
 
+// subcommand is one thing the bench measures (or draws), with the flags it takes.
+type subcommand struct {
+	about string
+	flags []func(*flag.FlagSet, *config)
+	run   func(config) error
+}
+
+// subcommands are the bench's: point (the default, make bench), sweep, restarts, apf,
+// styles and plot.
+var subcommands = map[string]subcommand{
+	"point": {"one point in detail: memory, LIMIT's and cmsync's rounds, idle, restart, Secrets and SCALE; writes bench/results/<time>.json",
+		[]func(*flag.FlagSet, *config){bindPointFlags}, runPoint},
+	"sweep": {"the curve: fan-out, mass update, cleanup and restart against LIMIT at each point of -sweep-n, -sweep-s and -sweep-sizes, " +
+		"each round on a control plane of its own; writes bench/results/sweep-<time>.json and the plots",
+		[]func(*flag.FlagSet, *config){bindPointFlags, bindSweepFlags, bindPlotDir}, sweep},
+	"restarts": {"only the sweep's restarts: for each of -sweep-s, cmsync fans that many sources of 1 KiB out to -sweep-base-n namespaces " +
+		"on a control plane of its own, and is restarted -sweep-restarts times (with -sweep-restart-variants first); " +
+		"writes bench/results/restarts-<time>.json",
+		[]func(*flag.FlagSet, *config){bindPointFlags, bindSweepFlags}, restartsOnly},
+	"apf": {"a 429 storm: the fan-out of -s sources to -n namespaces with cmsync's requests in a priority level of one seat, " +
+		"next to a neighbour's requests; writes bench/results/apf-<time>.json",
+		[]func(*flag.FlagSet, *config){bindPointFlags}, apfStorm},
+	"styles": {"the API server's and etcd's CPU per update (or delete) of the same object written as LIMIT writes it, in protobuf, " +
+		"with controller-runtime's client, and with metadata-only answers, each with and without a metadata watch of the objects; " +
+		"-n namespaces, -rounds rounds (the first creates); writes bench/results/styles-<time>.json",
+		[]func(*flag.FlagSet, *config){bindPointFlags, bindStylesFlags}, writeStyles},
+	"plot": {"only draw the plots of the sweep JSON files given as arguments (a later file's point replaces an earlier one's)",
+		[]func(*flag.FlagSet, *config){bindPlotDir}, func(c config) error { return drawSweep(c.plot, c.plotDir) }},
+}
+
 func main() {
+	name, args := "point", os.Args[1:]
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	cmd, ok := subcommands[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "bench: no subcommand %q; the subcommands:\n", name)
+		for _, n := range slices.Sorted(maps.Keys(subcommands)) {
+			fmt.Fprintf(os.Stderr, "  %-9s %s\n", n, subcommands[n].about)
+		}
+		os.Exit(2)
+	}
 	var c config
-	bindPointFlags(flag.CommandLine, &c)
-	bindSweepFlags(flag.CommandLine, &c)
-	bindModeFlags(flag.CommandLine, &c)
-	flag.Parse()
+	fs := flag.NewFlagSet("bench "+name, flag.ExitOnError)
+	fs.Usage = func() {
+		_, _ = fmt.Fprintf(fs.Output(), "bench %s: %s\n", name, cmd.about)
+		fs.PrintDefaults()
+	}
+	for _, bind := range cmd.flags {
+		bind(fs, &c)
+	}
+	_ = fs.Parse(args) // ExitOnError
+	c.plot = strings.Join(fs.Args(), ",")
+	if (name == "plot") != (c.plot != "") {
+		fmt.Fprintf(os.Stderr, "bench %s: arguments %q: only plot takes arguments, the sweep JSON files to draw\n", name, fs.Args())
+		os.Exit(2)
+	}
 	ctrllog.SetLogger(logr.Discard()) // the control plane's start logs nothing the bench needs
-	if err := run(c); err != nil {
+	if err := cmd.run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -249,15 +301,8 @@ func bindPointFlags(fs *flag.FlagSet, c *config) {
 	)
 }
 
-// bindSweepFlags defines the flags of the curve (-sweep) and its restarts.
+// bindSweepFlags defines the flags of the curve (sweep) and its restarts.
 func bindSweepFlags(fs *flag.FlagSet, c *config) {
-	fs.BoolVar(
-		&c.sweep,
-		"sweep",
-		false,
-		"measure the curve instead: fan-out, mass update, cleanup and restart against LIMIT at each point of -sweep-n, -sweep-s "+
-			"and -sweep-sizes, each round of each point on a control plane of its own; writes bench/results/sweep-<time>.json and the plots",
-	)
 	fs.StringVar(&c.sweepN, "sweep-n", "100,1000,10000", "namespaces of the sweep's points with one source of 1 KiB")
 	fs.StringVar(&c.sweepS, "sweep-s", "1,10,100", "sources of the sweep's points with -sweep-base-n namespaces and 1 KiB")
 	fs.StringVar(&c.sweepSizes, "sweep-sizes", "1Ki,100Ki,900Ki", "object sizes of the sweep's points with one source and -sweep-base-n namespaces")
@@ -281,45 +326,21 @@ func bindSweepFlags(fs *flag.FlagSet, c *config) {
 			"e.g. 'GOGC=100;KUBE_FEATURE_WatchListClient=false'): to compare runtime settings on the same replicas")
 }
 
-// bindModeFlags defines the flags of the other modes: restarts only, the 429 storm, the
-// ways of writing, and the plots.
-func bindModeFlags(fs *flag.FlagSet, c *config) {
-	fs.BoolVar(&c.restartsOnly, "restarts-only", false,
-		"measure only the sweep's restarts: for each of -sweep-s, cmsync fans that many sources of 1 KiB out to -sweep-base-n namespaces "+
-			"on a control plane of its own, and is restarted -sweep-restarts times (with -sweep-restart-variants first); no LIMIT, update "+
-			"or cleanup (at 100 sources minutes, where the sweep's point takes an hour); writes bench/results/restarts-<time>.json")
-	fs.BoolVar(&c.apf, "apf", false,
-		"measure a 429 storm instead: the fan-out of -s sources to -n namespaces with cmsync's requests in a priority level of one seat, "+
-			"next to a neighbour's requests; writes bench/results/apf-<time>.json")
-	fs.BoolVar(&c.writeStyles, "write-styles", false,
-		"measure the API server's and etcd's CPU per update instead, for the same object written as LIMIT writes it, in protobuf, "+
-			"with controller-runtime's client, and the same with metadata-only answers (cmsync's two ways, by size), "+
-			"each with and without a metadata watch of the objects; -n namespaces, -rounds rounds (the first creates); "+
-			"writes bench/results/styles-<time>.json")
-	fs.StringVar(&c.stylesSize, "styles-size", "1Ki", "payload of each object of -write-styles")
+// bindStylesFlags defines the flags of the ways of writing (styles).
+func bindStylesFlags(fs *flag.FlagSet, c *config) {
+	fs.StringVar(&c.stylesSize, "styles-size", "1Ki", "payload of each object")
 	fs.StringVar(&c.stylesOp, "styles-op", "update",
-		"what -write-styles times: update, or delete (each round creates the objects untimed, then deletes them; "+
+		"what is timed: update, or delete (each round creates the objects untimed, then deletes them; "+
 			"LIMIT's two ways without a precondition, controller-runtime's typed and metadata clients on the UID)")
-	fs.StringVar(&c.plot, "plot", "", "only draw the plots of these sweep JSON files (comma-separated; a later file's point replaces an earlier one's)")
+}
+
+// bindPlotDir defines where the sweep's plots are drawn.
+func bindPlotDir(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.plotDir, "plot-dir", "bench/plots", "directory of the sweep's PNG plots")
 }
 
-func run(c config) error {
-	if c.plot != "" {
-		return drawSweep(c.plot, c.plotDir)
-	}
-	if c.sweep {
-		return sweep(c)
-	}
-	if c.restartsOnly {
-		return restartsOnly(c)
-	}
-	if c.apf {
-		return apfStorm(c)
-	}
-	if c.writeStyles {
-		return writeStyles(c)
-	}
+// runPoint measures one point in detail (make bench).
+func runPoint(c config) error {
 	b, stop, err := startBench(c, controlplane.Options{})
 	if err != nil {
 		return err
