@@ -117,11 +117,7 @@ func (t Template[T]) Name() string { return t.name }
 // everything). A marker cmsync itself sets cannot be stripped by name.
 func parseStripMetadata(value string) ([]string, error) {
 	var globs []string
-	for _, entry := range strings.Split(value, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
+	for _, entry := range nonEmptyEntries(value) {
 		if _, err := path.Match(keyGlob(entry), ""); err != nil {
 			return nil, fmt.Errorf("invalid strip-metadata entry %q: malformed glob", entry)
 		}

@@ -216,15 +216,23 @@ func parseNamespaceSelector(value string) (labels.Selector, error) {
 	return labels.Parse(value)
 }
 
+// nonEmptyEntries splits a comma list into its entries, trimmed, leaving out the empty
+// ones.
+func nonEmptyEntries(value string) []string {
+	var entries []string
+	for _, entry := range strings.Split(value, ",") {
+		if entry = strings.TrimSpace(entry); entry != "" {
+			entries = append(entries, entry)
+		}
+	}
+	return entries
+}
+
 // ParseGlobList parses a comma list of globs, as used by --exclude-namespaces and
 // --source-namespaces. Empty entries are skipped; an empty list matches nothing.
 func ParseGlobList(value string) ([]string, error) {
 	var globs []string
-	for _, entry := range strings.Split(value, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
+	for _, entry := range nonEmptyEntries(value) {
 		if err := validateNamespaceGlob(entry); err != nil {
 			return nil, fmt.Errorf("entry %q: %w", entry, err)
 		}

@@ -40,11 +40,7 @@ func (p Policy) CheckReplicaName(name string) error {
 // Empty entries are skipped.
 func ParseReservedNames(value string) ([]string, error) {
 	var names []string
-	for _, entry := range strings.Split(value, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
+	for _, entry := range nonEmptyEntries(value) {
 		if problems := validation.IsDNS1123Subdomain(entry); len(problems) > 0 {
 			return nil, fmt.Errorf("entry %q is not an object name: %s", entry, strings.Join(problems, "; "))
 		}
