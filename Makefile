@@ -13,9 +13,12 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the cmsync binary and the kubectl plugin (kubectl-cmsync) into bin/, and the bench (hack/, a module of its own).
+build: ## Build the cmsync binary and the kubectl plugin (kubectl-cmsync) into bin/.
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/cmsync .
 	CGO_ENABLED=0 go build -trimpath -o $(BIN)/kubectl-cmsync ./cmd/kubectl-cmsync
+
+.PHONY: bench-tool
+bench-tool: build ## Build the bench (hack/bench, in the workshop's own module) into bin/bench.
 	go build -C hack -o $(abspath $(BIN))/bench ./bench
 
 # The workshop (hack/: the bench, the image and cluster tools) is a Go module of its
@@ -233,21 +236,21 @@ BENCH_ARGS ?=
 BENCH_CMD ?= point
 
 .PHONY: bench
-bench: build ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s -rounds 3" for a short run, BENCH_CMD=apf BENCH_ARGS="-n 1000 -s 10" for a 429 storm, BENCH_CMD=styles for the ways of writing (hack/bench: point, sweep, restarts, apf, styles, plot).
+bench: bench-tool ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s -rounds 3" for a short run, BENCH_CMD=apf BENCH_ARGS="-n 1000 -s 10" for a 429 storm, BENCH_CMD=styles for the ways of writing (hack/bench: point, sweep, restarts, apf, styles, plot).
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) $(BENCH_CMD) -cmsync $(BIN)/cmsync $(BENCH_ARGS)
 
 SWEEP_ARGS ?=
 
 .PHONY: bench-sweep
-bench-sweep: build ## The curve: fan-out, mass update, cleanup and restart against LIMIT at N=100/1,000/10,000 namespaces, S=1/10/100 sources and 1/100/900 KiB objects (3 rounds, each on a fresh control plane, and 3 restarts each; 9 rounds at points of fewer than 5,000 replicas, two at 900 KiB; 70–120 minutes); bench/results/sweep-*.json and the plots in bench/plots/.
+bench-sweep: bench-tool ## The curve: fan-out, mass update, cleanup and restart against LIMIT at N=100/1,000/10,000 namespaces, S=1/10/100 sources and 1/100/900 KiB objects (3 rounds, each on a fresh control plane, and 3 restarts each; 9 rounds at points of fewer than 5,000 replicas, two at 900 KiB; 70–120 minutes); bench/results/sweep-*.json and the plots in bench/plots/.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) sweep -cmsync $(BIN)/cmsync $(SWEEP_ARGS)
 
 .PHONY: bench-restarts
-bench-restarts: build ## Only the sweep's memory and restarts at S=100 × 1,000 namespaces (100,000 replicas fanned out by cmsync, then 5 restarts; about 7 minutes); bench/results/restarts-*.json.
+bench-restarts: bench-tool ## Only the sweep's memory and restarts at S=100 × 1,000 namespaces (100,000 replicas fanned out by cmsync, then 5 restarts; about 7 minutes); bench/results/restarts-*.json.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) restarts -cmsync $(BIN)/cmsync -sweep-s 100 -sweep-restarts 5 $(SWEEP_ARGS)
 
 .PHONY: bench-smoke
-bench-smoke: build ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first), one round of it with LIMIT watched and cmsync's warm-up, a tiny restarts run and a tiny styles run, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
+bench-smoke: bench-tool ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first), one round of it with LIMIT watched and cmsync's warm-up, a tiny restarts run and a tiny styles run, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) sweep -cmsync $(BIN)/cmsync \
 	  -sweep-n 20 -sweep-s 2 -sweep-sizes 4Ki -sweep-base-n 20 -sweep-rounds 2 -sweep-short-rounds 2 -idle 3s -aftermath 200ms \
 	  -out $(BIN)/bench-smoke -plot-dir $(BIN)/bench-smoke/plots

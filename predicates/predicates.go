@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -71,16 +72,10 @@ func NamespaceChanged() predicate.Predicate {
 				return true
 			}
 			return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
-				e.ObjectOld.GetAnnotations()[v1alpha1.AcceptFromAnnotation] != e.ObjectNew.GetAnnotations()[v1alpha1.AcceptFromAnnotation] ||
-				hasAcceptFrom(e.ObjectOld) != hasAcceptFrom(e.ObjectNew) ||
+				!ptr.Equal(desired.NamespaceOf(e.ObjectOld).AcceptFrom, desired.NamespaceOf(e.ObjectNew).AcceptFrom) ||
 				!sameLifecycle(e.ObjectOld, e.ObjectNew)
 		},
 	}
-}
-
-func hasAcceptFrom(obj desired.Object) bool {
-	_, ok := obj.GetAnnotations()[v1alpha1.AcceptFromAnnotation]
-	return ok
 }
 
 // sameLifecycle reports whether the object is the same incarnation in the same phase of

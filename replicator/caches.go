@@ -113,10 +113,8 @@ func (l namespaceLister) List() []desired.Namespace {
 	namespaces := make([]desired.Namespace, 0, len(objs))
 	for _, obj := range objs {
 		if ns, ok := obj.(*metav1.PartialObjectMetadata); ok {
-			namespaces = append(namespaces, namespaceOf(ns))
+			namespaces = append(namespaces, desired.NamespaceOf(ns))
 		}
 	}
 	return namespaces
 }
-
-func namespaceOf(obj client.Object) desired.Namespace { return desired.NamespaceOf(obj) }

@@ -230,7 +230,7 @@ func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj c
 		log.FromContext(ctx).Error(err, "listing sources for a namespace event")
 		return nil
 	}
-	ns := namespaceOf(obj)
+	ns := desired.NamespaceOf(obj)
 	var requests []reconcile.Request
 	_ = meta.EachListItem(sources, func(item runtime.Object) error {
 		src, ok := item.(T)

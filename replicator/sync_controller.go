@@ -272,7 +272,7 @@ func (r *syncReconciler) findSyncsForSource(ctx context.Context, cm client.Objec
 // findSyncsForNamespace maps a namespace (old and new, on updates) to the
 // ConfigMapSyncs whose targets match it.
 func (r *syncReconciler) findSyncsForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
-	ns := namespaceOf(obj)
+	ns := desired.NamespaceOf(obj)
 	return r.findSyncs(ctx, func(s *v1alpha1.ConfigMapSync) bool {
 		spec, err := desired.ParseSyncTargets(s.Spec)
 		return err == nil && spec.Matches(ns)

@@ -25,13 +25,12 @@ const (
 // selects reports whether the rule puts a replica in the namespace.
 func (r rule) selects() bool { return r == includedByEntry || r == includedBySelector }
 
-// decision is a rule and the pattern or selector it applied (the boundary's rules:
-// their reason in words). across is set when a namespace of another tenant accepted
-// the source.
+// decision is a rule and the pattern or selector it applied; across is set when a
+// namespace of another tenant accepted the source.
 type decision struct {
 	rule    rule
 	pattern string
-	across  string
+	across  bool
 }
 
 // decide is the one decision about one namespace that TargetNamespaces makes for every
@@ -49,12 +48,12 @@ func decide(spec TargetSpec, origin Origin, ns Namespace, policy Policy) decisio
 	if refused := policy.refusal(ns); refused.rule != notRefused {
 		return refused
 	}
-	switch admitted := origin.admits(ns); admitted.rule {
+	switch admitted := origin.admits(ns); admitted {
 	case notRefused:
 	case acceptedFrom:
-		d.across = admitted.pattern
+		d.across = true
 	default:
-		return admitted
+		return decision{rule: admitted}
 	}
 	return d
 }
@@ -69,20 +68,18 @@ type Verdict struct {
 // ExplainTarget is TargetNamespaces' decision about one namespace, with its reason.
 func ExplainTarget(spec TargetSpec, origin Origin, ns Namespace, policy Policy) Verdict {
 	d := decide(spec, origin, ns, policy)
-	return Verdict{Wanted: d.rule.selects(), Rule: d.describe()}
+	words := d.describe()
+	switch {
+	case d.rule == outsideTenant || d.rule == acceptFromInvalid:
+		words = origin.boundaryWords(ns, d.rule)
+	case d.across:
+		words += "; " + origin.boundaryWords(ns, acceptedFrom)
+	}
+	return Verdict{Wanted: d.rule.selects(), Rule: words}
 }
 
 func (d decision) describe() string {
-	if d.across != "" {
-		return d.describeRule() + "; " + d.across
-	}
-	return d.describeRule()
-}
-
-func (d decision) describeRule() string {
 	switch d.rule {
-	case outsideTenant, acceptFromInvalid:
-		return d.pattern
 	case includedByEntry:
 		if isLiteral(d.pattern) {
 			return fmt.Sprintf("listed by name (%s)", d.pattern)

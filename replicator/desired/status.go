@@ -234,15 +234,16 @@ func annotationsPatch(uid types.UID, resourceVersion string, annotations map[str
 }
 
 func summarize(problems []string) string {
-	shown := problems
-	if len(shown) > shownProblems {
-		shown = shown[:shownProblems]
+	return truncate(oneLine(firstFew(problems, "; ", "; ")))
+}
+
+// firstFew joins the first shownProblems items with sep, and says how many more there
+// are after beforeMore.
+func firstFew(items []string, sep, beforeMore string) string {
+	if len(items) <= shownProblems {
+		return strings.Join(items, sep)
 	}
-	msg := strings.Join(shown, "; ")
-	if rest := len(problems) - len(shown); rest > 0 {
-		msg += fmt.Sprintf("; and %d more", rest)
-	}
-	return truncate(oneLine(msg))
+	return fmt.Sprintf("%s%sand %d more", strings.Join(items[:shownProblems], sep), beforeMore, len(items)-shownProblems)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -124,35 +124,42 @@ func (p Policy) OriginOf(sourceNamespace string, namespaces []Namespace) Origin 
 	return Origin{Namespace: sourceNamespace, bound: true, label: p.TenantLabel, unknown: true}
 }
 
-// Tenant is the tenant a bound source is kept within; "" and false when unbound.
-func (o Origin) Tenant() (string, bool) { return o.tenant, o.bound && !o.unknown }
-
 // admits decides whether the boundary lets a replica of a source of this origin into
 // ns: notRefused within the tenant (or unbound), acceptedFrom when ns accepts the
-// source's namespace, otherwise outsideTenant or acceptFromInvalid.
-func (o Origin) admits(ns Namespace) decision {
+// source's namespace, otherwise outsideTenant or acceptFromInvalid. It runs for every
+// matched namespace of every pass, so it decides only: boundaryWords says why.
+func (o Origin) admits(ns Namespace) rule {
 	if !o.bound {
-		return decision{rule: notRefused}
+		return notRefused
 	}
 	if tenant, ok := ns.Labels[o.label]; ok && !o.unknown && tenant == o.tenant {
-		return decision{rule: notRefused}
+		return notRefused
 	}
 	if ns.AcceptFrom == nil {
-		return decision{rule: outsideTenant, pattern: o.describeOutside(ns, "it does not accept from "+o.Namespace+" (no "+v1alpha1.AcceptFromAnnotation+")")}
+		return outsideTenant
 	}
 	include, exclude, err := ParseAcceptFrom(*ns.AcceptFrom)
-	if err != nil {
-		return decision{rule: acceptFromInvalid, pattern: o.describeOutside(ns, err.Error()+", so it accepts nothing")}
+	switch {
+	case err != nil:
+		return acceptFromInvalid
+	case matchesAny(exclude, o.Namespace) || !matchesAny(include, o.Namespace):
+		return outsideTenant
 	}
-	if matchesAny(exclude, o.Namespace) || !matchesAny(include, o.Namespace) {
-		return decision{rule: outsideTenant, pattern: o.describeOutside(ns,
-			fmt.Sprintf("it does not accept from %s (%s %q)", o.Namespace, v1alpha1.AcceptFromAnnotation, *ns.AcceptFrom))}
-	}
-	return decision{rule: acceptedFrom, pattern: fmt.Sprintf("accepted across tenants by the namespace's %s %q", v1alpha1.AcceptFromAnnotation, *ns.AcceptFrom)}
+	return acceptedFrom
 }
 
-// describeOutside words why ns is outside this origin's tenant.
-func (o Origin) describeOutside(ns Namespace, acceptance string) string {
+// boundaryWords says, for a person, why the boundary decided r (admits) about ns.
+func (o Origin) boundaryWords(ns Namespace, r rule) string {
+	if r == acceptedFrom {
+		return fmt.Sprintf("accepted across tenants by the namespace's %s %q", v1alpha1.AcceptFromAnnotation, *ns.AcceptFrom)
+	}
+	acceptance := "it does not accept from " + o.Namespace + " (no " + v1alpha1.AcceptFromAnnotation + ")"
+	if ns.AcceptFrom != nil {
+		acceptance = fmt.Sprintf("it does not accept from %s (%s %q)", o.Namespace, v1alpha1.AcceptFromAnnotation, *ns.AcceptFrom)
+		if _, _, err := ParseAcceptFrom(*ns.AcceptFrom); err != nil {
+			acceptance = err.Error() + ", so it accepts nothing"
+		}
+	}
 	if o.unknown {
 		return fmt.Sprintf("the tenant of the source's namespace %s is not known yet (namespace not seen); %s", o.Namespace, acceptance)
 	}
@@ -196,12 +203,7 @@ func (t Targets) Notice() string {
 }
 
 // listSome names the first shownProblems names, and how many more there are.
-func listSome(names []string) string {
-	if len(names) <= shownProblems {
-		return strings.Join(names, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(names[:shownProblems], ", "), len(names)-shownProblems)
-}
+func listSome(names []string) string { return firstFew(names, ", ", " ") }
 
 // sortTargets sorts every list of t.
 func (t *Targets) sort() {

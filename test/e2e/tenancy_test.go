@@ -55,7 +55,12 @@ func TestTenantBoundary(t *testing.T) {
 	src := waitForAnnotation(t, a1, "app", v1alpha1.SyncedAnnotation, "1/1")
 	if msg := src.Annotations[v1alpha1.MessageAnnotation]; !strings.HasSuffix(
 		msg,
-		fmt.Sprintf(`3 matched namespaces are outside tenant %q and not accepting from %s (%s)`, tenantA, a1, strings.Join(sortedOf(b1, b2, platform), ", ")),
+		fmt.Sprintf(
+			`3 matched namespaces are outside tenant %q and not accepting from %s (%s)`,
+			tenantA,
+			a1,
+			strings.Join(slices.Sorted(slices.Values([]string{b1, b2, platform})), ", "),
+		),
 	) {
 		t.Errorf("message %q does not end by saying what the boundary kept out", msg)
 	}
@@ -334,20 +339,19 @@ func holdsClusterCA(namespace, clusterCA string) error {
 // its administrator.
 func acceptFrom(t *testing.T, namespace, value string) {
 	t.Helper()
-	key := v1alpha1.AcceptFromAnnotation
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, value)
-	if value == "" {
-		patch = fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, key)
-	}
-	must(t, k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
-		client.RawPatch(types.MergePatchType, []byte(patch))))
+	patchNamespaceMetadata(t, namespace, "annotations", v1alpha1.AcceptFromAnnotation, value)
 }
 
 // relabel sets a label of a namespace, as its administrator.
 func relabel(t *testing.T, namespace, key, value string) {
 	t.Helper()
-	must(t, k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
-		client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)))))
+	patchNamespaceMetadata(t, namespace, "labels", key, value)
 }
 
-func sortedOf(names ...string) []string { return slices.Sorted(slices.Values(names)) }
+// patchNamespaceMetadata sets (or, with value "", removes) one label or annotation
+// (field) of a namespace.
+func patchNamespaceMetadata(t *testing.T, namespace, field, key, value string) {
+	t.Helper()
+	patch := mustJSON(map[string]any{"metadata": map[string]any{field: map[string]any{key: labelValue(value)}}})
+	must(t, k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, client.RawPatch(types.MergePatchType, patch)))
+}
