@@ -16,42 +16,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/cmsync/cmsync/hack/bench/measure"
+	"github.com/cmsync/cmsync/hack/bench/report"
+	"github.com/cmsync/cmsync/hack/bench/workload"
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 )
-
-// APFResult is what the API server's flow control (API Priority and Fairness) does to
-// cmsync when it throttles it hard, and what cmsync's requests do meanwhile to a
-// neighbour sharing its priority level.
-type APFResult struct {
-	Date       string   `json:"date"`
-	Machine    string   `json:"machine"`
-	Namespaces int      `json:"namespaces"`
-	Sources    int      `json:"sources"`
-	Runs       []APFRun `json:"runs"`
-}
-
-// APFRun is one fan-out of Sources sources to Namespaces namespaces.
-type APFRun struct {
-	Name       string `json:"name"`
-	CmsyncArgs string `json:"cmsyncArgs,omitempty"`
-	// Throttled runs put cmsync and the neighbour in a priority level of one seat.
-	Throttled bool `json:"throttled"`
-	// ConvergeSeconds is the time until every replica was written.
-	ConvergeSeconds float64 `json:"convergeSeconds"`
-	// From the audit log: cmsync's write requests, those answered 429, and the most
-	// in one second.
-	CmsyncWrites            int `json:"cmsyncWrites"`
-	CmsyncRejected          int `json:"cmsyncRejected"`
-	CmsyncMaxWritesInSecond int `json:"cmsyncMaxWritesInOneSecond"`
-	// The neighbour updates a ConfigMap of its own every 50 ms during the fan-out;
-	// latencies include client-go's retries after a 429.
-	NeighbourWrites    int     `json:"neighbourWrites"`
-	NeighbourP50Millis float64 `json:"neighbourP50Millis"`
-	NeighbourP99Millis float64 `json:"neighbourP99Millis"`
-	NeighbourMaxMillis float64 `json:"neighbourMaxMillis"`
-	NeighbourErrors    int     `json:"neighbourErrors"`
-	NeighbourRejected  int     `json:"neighbourRejected"`
-}
 
 const (
 	cmsyncUser    = "cmsync-bench"
@@ -69,7 +38,7 @@ func apfStorm(c config) error {
 	}
 	defer stop()
 	ctx := context.Background()
-	res := APFResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces, Sources: c.sources}
+	res := report.APFResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: report.Machine(), Namespaces: c.namespaces, Sources: c.sources}
 	step("creating %d namespaces", c.namespaces)
 	b.createNamespaces(ctx, c.namespaces)
 
@@ -77,7 +46,7 @@ func apfStorm(c config) error {
 	adminKubeconfig := b.kubeconfig
 	b.kubeconfig = cmsyncKubeconfig
 	defer func() { b.kubeconfig = adminKubeconfig }()
-	for i, run := range []APFRun{
+	for i, run := range []report.APFRun{
 		{Name: "not throttled"},
 		{Name: "one seat", Throttled: true},
 		{Name: "one seat, --kube-api-qps=100", Throttled: true, CmsyncArgs: "--kube-api-qps=100"},
@@ -106,14 +75,14 @@ func apfStorm(c config) error {
 			b.unthrottle(ctx)
 		}
 		b.cleanup(ctx, prefix, c.sources)
-		proc.stop()
+		proc.Stop()
 		res.Runs = append(res.Runs, run)
 		fmt.Printf("  converged in %.1fs; cmsync: %d writes, %d answered 429, at most %d in one second; "+
 			"neighbour: %d writes, p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d errors, %d answered 429\n",
 			run.ConvergeSeconds, run.CmsyncWrites, run.CmsyncRejected, run.CmsyncMaxWritesInSecond,
 			run.NeighbourWrites, run.NeighbourP50Millis, run.NeighbourP99Millis, run.NeighbourMaxMillis, run.NeighbourErrors, run.NeighbourRejected)
 	}
-	return saveResult(c.out, "apf-", res)
+	return report.Save(c.out, "apf-", res)
 }
 
 // apfUsers provisions cmsync's user and the neighbour's, neither exempt from flow
@@ -140,7 +109,7 @@ func (b *bench) apfUsers(ctx context.Context) (string, *kubernetes.Clientset) {
 	neighbourCfg.QPS, neighbourCfg.Burst, neighbourCfg.UserAgent = -1, 0, neighbourUser
 	neighbour, err := kubernetes.NewForConfig(neighbourCfg)
 	must(err)
-	must1(neighbour.CoreV1().ConfigMaps(sourceNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: neighbourUser}},
+	must1(neighbour.CoreV1().ConfigMaps(workload.SourceNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: neighbourUser}},
 		metav1.CreateOptions{}))
 	return cmsyncKubeconfig, neighbour
 }
@@ -180,8 +149,8 @@ func neighbourWrites(ctx context.Context, cs *kubernetes.Clientset, done <-chan 
 		case <-time.After(50 * time.Millisecond):
 		}
 		start := time.Now()
-		_, err := cs.CoreV1().ConfigMaps(sourceNamespace).Update(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: neighbourUser, Namespace: sourceNamespace},
+		_, err := cs.CoreV1().ConfigMaps(workload.SourceNamespace).Update(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: neighbourUser, Namespace: workload.SourceNamespace},
 			Data:       map[string]string{"n": fmt.Sprint(i)},
 		}, metav1.UpdateOptions{})
 		if err != nil {
@@ -194,9 +163,9 @@ func neighbourWrites(ctx context.Context, cs *kubernetes.Clientset, done <-chan 
 
 // countStorm reads the audit log of the fan-out's window: cmsync's and the
 // neighbour's writes, and those answered 429.
-func (b *bench) countStorm(run *APFRun, w window) {
+func (b *bench) countStorm(run *report.APFRun, w window) {
 	perSecond := map[int64]int{}
-	b.auditedWrites(func(e auditEvent) {
+	b.auditedWrites(func(e measure.AuditEvent) {
 		if e.Received.Before(w.start) || e.Received.After(w.end) {
 			return
 		}

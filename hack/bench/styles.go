@@ -18,35 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/hack/bench/measure"
+	"github.com/cmsync/cmsync/hack/bench/report"
+	"github.com/cmsync/cmsync/hack/bench/workload"
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 	"github.com/cmsync/cmsync/replicator/desired"
 	"github.com/cmsync/cmsync/replicator/metawrite"
 )
-
-// StylesResult is what the API server and etcd spend per update for each way of
-// writing the same object: whether the sweep's gap in API server CPU per write
-// between cmsync and LIMIT comes from how cmsync writes, or from what surrounds it.
-type StylesResult struct {
-	Date       string        `json:"date"`
-	Machine    string        `json:"machine"`
-	Namespaces int           `json:"namespaces"`
-	SizeBytes  int           `json:"sizeBytes"`
-	Rounds     int           `json:"rounds"`
-	Operation  string        `json:"operation,omitempty"` // update (when empty) or delete
-	Styles     []StyleFigure `json:"styles"`
-}
-
-// StyleFigure is one way of writing, over the rounds: the API server's and etcd's CPU
-// seconds per 1,000 updates, and each round's, and the writer's own (the bench
-// process, which also drains the watch of a watched style).
-type StyleFigure struct {
-	Name                string    `json:"name"`
-	Watched             bool      `json:"watched"`
-	MedianPer1000       float64   `json:"medianServerCPUPer1000Updates"`
-	RoundsPer1000       []float64 `json:"roundsServerCPUPer1000Updates"`
-	MedianWriterPer1000 float64   `json:"medianWriterCPUPer1000Updates"`
-	RoundsWriterPer1000 []float64 `json:"roundsWriterCPUPer1000Updates"`
-}
 
 // writeStyle creates or updates one object as a client would, and deletes it as that
 // client would.
@@ -104,7 +82,7 @@ func writeStyles(c config) error {
 	var runs []*styleRun
 	for _, watched := range []bool{false, true} {
 		for _, s := range styles {
-			runs = append(runs, &styleRun{style: s, figure: StyleFigure{Name: s.name, Watched: watched},
+			runs = append(runs, &styleRun{style: s, figure: report.StyleFigure{Name: s.name, Watched: watched},
 				key: styleKey(s.name, watched), written: make([]written, len(b.targets))})
 		}
 	}
@@ -122,7 +100,7 @@ func writeStyles(c config) error {
 // styleRun is one style, watched or not, with what its last writes answered.
 type styleRun struct {
 	style   writeStyle
-	figure  StyleFigure
+	figure  report.StyleFigure
 	key     string
 	written []written
 }
@@ -132,7 +110,7 @@ type styleRun struct {
 // objects and is not counted.
 func (b *bench) styleRound(ctx context.Context, run *styleRun, r int, deletes bool) error {
 	if deletes {
-		if err := parallel(b.c.workers, len(b.targets), func(n int) error {
+		if err := workload.Parallel(b.c.workers, len(b.targets), func(n int) error {
 			w, err := run.style.write(ctx, b.styleObject(run.key, n, r, ""))
 			run.written[n] = w
 			return err
@@ -149,8 +127,8 @@ func (b *bench) styleRound(ctx context.Context, run *styleRun, r int, deletes bo
 		closeWatch = stop
 	}
 	time.Sleep(time.Second) // the previous style's writes settle
-	before := processCPU()
-	err := parallel(b.c.workers, len(b.targets), func(n int) error {
+	before := measure.ProcessCPU()
+	err := workload.Parallel(b.c.workers, len(b.targets), func(n int) error {
 		if deletes {
 			return run.style.delete(ctx, b.styleObject(run.key, n, r, ""), run.written[n].uid)
 		}
@@ -158,7 +136,7 @@ func (b *bench) styleRound(ctx context.Context, run *styleRun, r int, deletes bo
 		run.written[n] = w
 		return err
 	})
-	after := processCPU()
+	after := measure.ProcessCPU()
 	closeWatch()
 	if err != nil {
 		return fmt.Errorf("%s: %w", run.key, err)
@@ -176,17 +154,17 @@ func (b *bench) styleRound(ctx context.Context, run *styleRun, r int, deletes bo
 func reportStyles(c config, sizeBytes int, runs []*styleRun) error {
 	fmt.Printf("\nCPU s per 1,000 %ss of a %s replica-shaped ConfigMap, %d namespaces, medians of %d rounds: "+
 		"API server + etcd, and the writer\n", c.stylesOp, c.stylesSize, c.namespaces, len(runs[0].figure.RoundsPer1000))
-	res := StylesResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Namespaces: c.namespaces,
+	res := report.StylesResult{Date: time.Now().UTC().Format(time.RFC3339), Machine: report.Machine(), Namespaces: c.namespaces,
 		SizeBytes: sizeBytes, Rounds: c.rounds, Operation: c.stylesOp}
 	identity := func(v float64) float64 { return v }
 	for _, run := range runs {
-		run.figure.MedianPer1000 = medianOf(run.figure.RoundsPer1000, identity)
-		run.figure.MedianWriterPer1000 = medianOf(run.figure.RoundsWriterPer1000, identity)
+		run.figure.MedianPer1000 = report.MedianOf(run.figure.RoundsPer1000, identity)
+		run.figure.MedianWriterPer1000 = report.MedianOf(run.figure.RoundsWriterPer1000, identity)
 		fmt.Printf("  %-32s %.2f  (rounds %s)  writer %.2f  (rounds %s)\n", run.key, run.figure.MedianPer1000,
-			floatList(run.figure.RoundsPer1000), run.figure.MedianWriterPer1000, floatList(run.figure.RoundsWriterPer1000))
+			report.FloatList(run.figure.RoundsPer1000), run.figure.MedianWriterPer1000, report.FloatList(run.figure.RoundsWriterPer1000))
 		res.Styles = append(res.Styles, run.figure)
 	}
-	return saveResult(c.out, "styles-", res)
+	return report.Save(c.out, "styles-", res)
 }
 
 func styleKey(name string, watched bool) string {
@@ -196,21 +174,13 @@ func styleKey(name string, watched bool) string {
 	return name
 }
 
-func floatList(v []float64) string {
-	parts := make([]string, len(v))
-	for i, x := range v {
-		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
-	}
-	return strings.Join(parts, " ")
-}
-
 // styleObject is the object of style key in target namespace n in round r, of a
 // replica's shape (replicaShaped, labelled with key for the style's watch): created in
 // the first round, updated after, conditional on version where the style sends it.
 func (b *bench) styleObject(key string, n, r int, version string) *corev1.ConfigMap {
-	o := b.replicaShaped(b.targets[n], "styles-"+key, key, strconv.Itoa(r%10))
+	o := workload.ReplicaShaped(b.targets[n], "styles-"+key, key, strconv.Itoa(r%10), b.payload)
 	o.ResourceVersion = version
-	return &corev1.ConfigMap{ObjectMeta: o.ObjectMeta, Data: o.data}
+	return &corev1.ConfigMap{ObjectMeta: o.ObjectMeta, Data: o.Data}
 }
 
 // writeStyleList is the four ways of writing. Each creates an object without a

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"encoding/json"
@@ -39,10 +39,10 @@ var (
 	}
 )
 
-// drawSweep reads one or more sweeps' JSON (comma-separated paths) and writes their
+// DrawSweep reads one or more sweeps' JSON (comma-separated paths) and writes their
 // plots into dir. Points of the same N, S and size in a later file replace the earlier
 // ones.
-func drawSweep(paths, dir string) error {
+func DrawSweep(paths, dir string) error {
 	var res SweepResult
 	for _, path := range strings.Split(paths, ",") {
 		data, err := os.ReadFile(path)

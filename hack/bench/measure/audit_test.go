@@ -1,4 +1,4 @@
-package main
+package measure
 
 import (
 	"bufio"
@@ -30,13 +30,16 @@ func TestAuditTailGivesWholeLinesWithEveryMatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tail := (&bench{audit: path}).openAudit(false, []byte(`"userAgent":"cmsync`), []byte(`"name":"p-`))
-	defer tail.close()
+	tail, err := OpenAudit(path, false, []byte(`"userAgent":"cmsync`), []byte(`"name":"p-`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Close()
 	tail.r = bufio.NewReaderSize(tail.f, 16) // bufio's smallest: most lines are longer
 	var got []string
 	read := func() []string {
 		got = got[:0]
-		tail.lines(func(line []byte) { got = append(got, string(line)) })
+		tail.Lines(func(line []byte) { got = append(got, string(line)) })
 		return got
 	}
 
@@ -57,7 +60,7 @@ func TestAuditTailGivesWholeLinesWithEveryMatch(t *testing.T) {
 }
 
 func TestParseAuditReadsACompletedWrite(t *testing.T) {
-	e, ok := parseAudit([]byte(auditedCreate + "\n"))
+	e, ok := ParseAudit([]byte(auditedCreate + "\n"))
 	if !ok {
 		t.Fatal("a completed request's line was not read")
 	}
@@ -66,10 +69,10 @@ func TestParseAuditReadsACompletedWrite(t *testing.T) {
 		e.ObjectRef.Resource != "configmaps" || e.ObjectRef.Namespace != "bench-0994" || e.ObjectRef.Name != "p-r03-000" {
 		t.Fatalf("read %+v", e)
 	}
-	if !hasVerb([]byte(auditedCreate), []string{verbUpdate, "create"}) || hasVerb([]byte(auditedCreate), []string{verbDelete}) {
-		t.Fatal("hasVerb does not tell the line's verb")
+	if !HasVerb([]byte(auditedCreate), []string{"update", "create"}) || HasVerb([]byte(auditedCreate), []string{"delete"}) {
+		t.Fatal("HasVerb does not tell the line's verb")
 	}
-	if _, ok := parseAudit([]byte(`{"stage":"RequestReceived","verb":"create"}`)); ok {
+	if _, ok := ParseAudit([]byte(`{"stage":"RequestReceived","verb":"create"}`)); ok {
 		t.Fatal("a request not yet completed was read as completed")
 	}
 }
