@@ -201,7 +201,7 @@ test-e2e: e2e ## The end-to-end suite alone (make e2e).
 .PHONY: e2e
 e2e: build ## The cmsync binary as a process against kube-apiserver, etcd and kube-controller-manager, installed with helm, running as the chart's ServiceAccount.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" CMSYNC_PLUGIN="$(abspath $(BIN)/kubectl-cmsync)" \
-	  PROMETHEUS="$$(hack/tool.sh prometheus)" HELM="$(HELM)" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
+	  PROMETHEUS="$$(hack/tool.sh prometheus)" HELM="$(HELM)" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... ./test/chaos/... -p 1 -v
 
 KIND_CLUSTER ?= cmsync-e2e
 KIND_IMG_REPO ?= ghcr.io/cmsync/cmsync
@@ -276,7 +276,7 @@ chaos: build ## The model checker: CHAOS_HISTORIES random histories (default 200
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" HELM="$(HELM)" \
 	  CHAOS_SEED=$(CHAOS_SEED) CHAOS_HISTORIES=$(CHAOS_HISTORIES) CHAOS_THROTTLE=$(CHAOS_THROTTLE) CHAOS_FAULTS=$(CHAOS_FAULTS) CHAOS_PARTITION=$(CHAOS_PARTITION) CHAOS_OUT=$(abspath bench/results) \
 	  CMSYNC_CHAOS_KILLS=$(CHAOS_KILLS) CMSYNC_CHAOS_LEADER_KILLS=$(CHAOS_LEADER_KILLS) CMSYNC_CHAOS_SEED=$(CHAOS_SEED) CMSYNC_CHAOS_OUT=$(abspath bench/results) \
-	  go test -tags e2e -count=1 -timeout 180m -run 'TestModelChecker$$|TestChaos$$' ./test/e2e/... -v
+	  go test -tags e2e -count=1 -timeout 180m -run 'TestModelChecker$$|TestChaos$$' ./test/chaos/... -v
 
 .PHONY: clean
 clean: ## Remove build output (the cached control-plane binaries stay).

@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	"github.com/cmsync/cmsync/test/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,16 +24,12 @@ import (
 	"github.com/cmsync/cmsync/replicator/desired"
 )
 
-// protectBinding is the chart's binding of the policy that protects replicas (release
-// "cmsync", as the suites install it).
-const protectBinding = "cmsync-protect-replicas"
-
 // editorIn returns a client acting as a ServiceAccount bound to the built-in "edit"
 // ClusterRole in namespace: a real user of the namespace, with a real RBAC binding,
 // not an administrator.
 func editorIn(t *testing.T, namespace string) client.Client {
 	t.Helper()
-	c, err := client.New(editorConfigIn(t, namespace), client.Options{Scheme: k8s.Scheme()})
+	c, err := client.New(editorConfigIn(t, namespace), client.Options{Scheme: harness.K8s.Scheme()})
 	must(t, err)
 	return c
 }
@@ -42,18 +39,18 @@ func editorIn(t *testing.T, namespace string) client.Client {
 func editorConfigIn(t *testing.T, namespace string) *rest.Config {
 	t.Helper()
 	ctx := context.Background()
-	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "editor"}}))
-	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{
+	must(t, harness.K8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "editor"}}))
+	must(t, harness.K8s.Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "editor"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: "editor"}},
 	}))
-	cfg := rest.CopyConfig(adminConfig(t))
+	cfg := rest.CopyConfig(harness.AdminConfig(t))
 	cfg.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + namespace + ":editor",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
 	}
-	c, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: harness.K8s.Scheme()})
 	must(t, err)
 	// The API server's authorizer learns of a new binding through a watch.
 	eventually(t, 30*time.Second, "the editor's binding in effect", func() error {
@@ -87,18 +84,18 @@ func expectRefused(t *testing.T, what string, err error, fragments ...string) {
 // refused the same way. Labelling the namespace cmsync.io/ignore=true, as the message
 // says, has cmsync itself delete the replica.
 func TestReplicasAreProtected(t *testing.T) {
-	startController(t)
+	harness.StartController(t)
 	ctx := context.Background()
-	src, team := newNamespace(t, "platform", nil), newNamespace(t, "guarded", nil)
-	deleteSourcesAtEnd(t, []string{src})
+	src, team := harness.NewNamespace(t, "platform", nil), harness.NewNamespace(t, "guarded", nil)
+	harness.DeleteSourcesAtEnd(t, []string{src})
 	source := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "ca-bundle", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: team}},
 		Data: map[string]string{"ca.crt": "CA"},
 	}
-	must(t, k8s.Create(ctx, source))
-	waitForReplicas(t, src, "ca-bundle", 30*time.Second, team)
-	replica, err := getConfigMap(team, "ca-bundle")
+	must(t, harness.K8s.Create(ctx, source))
+	harness.WaitForReplicas(t, src, "ca-bundle", 30*time.Second, team)
+	replica, err := harness.GetConfigMap(team, "ca-bundle")
 	must(t, err)
 	editor := editorIn(t, team)
 
@@ -117,7 +114,7 @@ func TestReplicasAreProtected(t *testing.T) {
 		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":null}}}`))), told...)
 	expectRefused(t, "deleting a replica", editor.Delete(ctx, target), told...)
 	expectRefused(t, "an administrator editing a replica",
-		k8s.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"tampered"}}`))), told...)
+		harness.K8s.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"tampered"}}`))), told...)
 
 	forgedTold := []string{"only cmsync writes objects labelled app.kubernetes.io/managed-by=cmsync", "(this one names the source " + src + "/ca-bundle)"}
 	forged := &corev1.ConfigMap{
@@ -129,7 +126,7 @@ func TestReplicasAreProtected(t *testing.T) {
 	expectRefused(t, "turning a ConfigMap into a replica", editor.Patch(ctx, own, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"cmsync"}}}`))), "only cmsync writes objects labelled")
 
-	now, err := getConfigMap(team, "ca-bundle")
+	now, err := harness.GetConfigMap(team, "ca-bundle")
 	must(t, err)
 	if now.ResourceVersion != replica.ResourceVersion {
 		t.Errorf("the replica's resourceVersion moved from %s to %s", replica.ResourceVersion, now.ResourceVersion)
@@ -137,17 +134,17 @@ func TestReplicasAreProtected(t *testing.T) {
 
 	// What the message tells the namespace's owner works: cmsync deletes the replica.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: team}}
-	must(t, k8s.Patch(ctx, ns, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"cmsync.io/ignore":"true"}}}`))))
-	waitForReplicas(t, src, "ca-bundle", 30*time.Second)
+	must(t, harness.K8s.Patch(ctx, ns, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"cmsync.io/ignore":"true"}}}`))))
+	harness.WaitForReplicas(t, src, "ca-bundle", 30*time.Second)
 }
 
 // Secret replicas are protected the same way when Secrets are enabled.
 func TestSecretReplicasAreProtected(t *testing.T) {
-	startController(t, "--secrets=enabled")
+	harness.StartController(t, "--secrets=enabled")
 	ctx := context.Background()
-	src, team := newNamespace(t, "vault", nil), newNamespace(t, "guarded", nil)
-	deleteSourcesAtEnd(t, []string{src})
-	must(t, k8s.Create(ctx, &corev1.Secret{
+	src, team := harness.NewNamespace(t, "vault", nil), harness.NewNamespace(t, "guarded", nil)
+	harness.DeleteSourcesAtEnd(t, []string{src})
+	must(t, harness.K8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "db", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: team}},
 		StringData: map[string]string{"password": "p"},
@@ -169,31 +166,31 @@ func TestSecretReplicasAreProtected(t *testing.T) {
 // replicas is deleted completely (the namespace controller), and a ConfigMapSync's
 // replicas are deleted by the garbage collector when cmsync is not there to do it.
 func TestProtectionLetsKubernetesClean(t *testing.T) {
-	c := startController(t)
+	c := harness.StartController(t)
 	ctx := context.Background()
-	src, goes := newNamespace(t, "platform", nil), newNamespace(t, "goes", nil)
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{
+	src, goes := harness.NewNamespace(t, "platform", nil), harness.NewNamespace(t, "goes", nil)
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: goes}},
 		Data: map[string]string{"k": "v"},
 	}))
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "ca"}, Data: map[string]string{"k": "v"}}))
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "ca"}, Data: map[string]string{"k": "v"}}))
 	cms := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "guarded-" + randomSuffix()},
 		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", DestinationNamespace: goes}}
-	must(t, k8s.Create(ctx, cms))
-	deleteSourcesAtEnd(t, []string{src}, cms.Name)
-	waitForReplicas(t, src, "app", 30*time.Second, goes)
-	waitForReplicas(t, src, "ca", 30*time.Second, goes)
+	must(t, harness.K8s.Create(ctx, cms))
+	harness.DeleteSourcesAtEnd(t, []string{src}, cms.Name)
+	harness.WaitForReplicas(t, src, "app", 30*time.Second, goes)
+	harness.WaitForReplicas(t, src, "ca", 30*time.Second, goes)
 	expectRefused(
 		t,
 		"deleting a ConfigMapSync's replica",
-		k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: goes, Name: "ca"}}),
+		harness.K8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: goes, Name: "ca"}}),
 		"ConfigMap "+goes+"/ca is a replica of "+src+"/ca kept by cmsync for ConfigMapSync "+cms.Name+": change the source "+src+"/ca or the ConfigMapSync instead",
 	)
 
-	must(t, k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goes}}))
+	must(t, harness.K8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goes}}))
 	eventually(t, 90*time.Second, "namespace "+goes+" deleted", func() error {
-		err := k8s.Get(ctx, client.ObjectKey{Name: goes}, &corev1.Namespace{})
+		err := harness.K8s.Get(ctx, client.ObjectKey{Name: goes}, &corev1.Namespace{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there (%v)", err)
 		}
@@ -201,14 +198,14 @@ func TestProtectionLetsKubernetesClean(t *testing.T) {
 	})
 
 	// The garbage collector: cmsync stopped, its finalizer removed by hand.
-	c.local(t)
-	other := newNamespace(t, "gc", nil)
-	must(t, k8s.Patch(ctx, cms, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"destinationNamespace":"`+other+`"}}`))))
-	waitForReplicas(t, src, "ca", 30*time.Second, other)
+	c.Local(t)
+	other := harness.NewNamespace(t, "gc", nil)
+	must(t, harness.K8s.Patch(ctx, cms, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"destinationNamespace":"`+other+`"}}`))))
+	harness.WaitForReplicas(t, src, "ca", 30*time.Second, other)
 	c.Stop()
-	must(t, k8s.Patch(ctx, cms, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
-	must(t, k8s.Delete(ctx, cms))
-	waitForReplicas(t, src, "ca", 60*time.Second)
+	must(t, harness.K8s.Patch(ctx, cms, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
+	must(t, harness.K8s.Delete(ctx, cms))
+	harness.WaitForReplicas(t, src, "ca", 60*time.Second)
 }
 
 // warningCollector keeps the Warning headers of the API's responses.
@@ -235,15 +232,15 @@ func (w *warningCollector) take() string {
 // kubectl prints), and the source still turns Invalid. Every value the policy warns
 // about is one cmsync itself refuses: the warnings never cry wolf.
 func TestMalformedSourceAnnotationsWarn(t *testing.T) {
-	startController(t)
+	harness.StartController(t)
 	ctx := context.Background()
 	warnings := &warningCollector{}
-	cfg := rest.CopyConfig(adminConfig(t))
+	cfg := rest.CopyConfig(harness.AdminConfig(t))
 	cfg.WarningHandler = warnings
-	user, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
+	user, err := client.New(cfg, client.Options{Scheme: harness.K8s.Scheme()})
 	must(t, err)
-	src := newNamespace(t, "platform", nil)
-	deleteSourcesAtEnd(t, []string{src})
+	src := harness.NewNamespace(t, "platform", nil)
+	harness.DeleteSourcesAtEnd(t, []string{src})
 
 	source := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
@@ -256,7 +253,7 @@ func TestMalformedSourceAnnotationsWarn(t *testing.T) {
 	if !strings.Contains(got, `cmsync.io/keys "log-*,a/b" has an entry no key can match`) {
 		t.Errorf("warnings %q", got)
 	}
-	invalid := waitForAnnotation(t, src, "app", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
+	invalid := harness.WaitForAnnotation(t, src, "app", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
 	if !strings.Contains(invalid.Annotations[v1alpha1.MessageAnnotation], `invalid keys "log-*,a/b"`) {
 		t.Errorf("message %q", invalid.Annotations[v1alpha1.MessageAnnotation])
 	}
@@ -321,41 +318,4 @@ func TestMalformedSourceAnnotationsWarn(t *testing.T) {
 			t.Errorf("%s=%q: the warning %q does not name the annotation", tc.key, tc.value, got)
 		}
 	}
-}
-
-// withoutProtection runs fn with the protecting binding removed, the documented
-// break-glass, and puts the binding back; both wait until the API server acts on the
-// change (a server-side dry run of a forged replica is the probe).
-func withoutProtection(t *testing.T, fn func()) {
-	t.Helper()
-	ctx := context.Background()
-	binding := &admissionv1.ValidatingAdmissionPolicyBinding{}
-	must(t, k8s.Get(ctx, client.ObjectKey{Name: protectBinding}, binding))
-	must(t, k8s.Delete(ctx, binding))
-	restore := binding.DeepCopy()
-	restore.ResourceVersion, restore.UID, restore.CreationTimestamp, restore.ManagedFields = "", "", metav1.Time{}, nil
-	defer func() {
-		must(t, k8s.Create(ctx, restore))
-		waitForProtection(t, true)
-	}()
-	waitForProtection(t, false)
-	fn()
-}
-
-// waitForProtection waits until a forged replica is refused (on) or admitted (off).
-func waitForProtection(t *testing.T, on bool) {
-	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("protection %v", on), func() error { return expectProtection(on) })
-}
-
-// expectProtection says whether the API server refuses a forged replica (on) or admits
-// it (off), with a server-side dry run that writes nothing.
-func expectProtection(on bool) error {
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "protection-probe",
-		Labels: map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}}}
-	err := k8s.Create(context.Background(), probe, client.DryRunAll)
-	if refused := apierrors.IsForbidden(err); refused != on {
-		return fmt.Errorf("dry-run create of a forged replica: %v", err)
-	}
-	return nil
 }

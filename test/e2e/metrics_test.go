@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmsync/cmsync/test/harness"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,34 +27,34 @@ import (
 // are what the chart's metrics-auth ClusterRole grants (the least-privilege audit
 // checks both are used).
 func TestSecureMetrics(t *testing.T) {
-	c := startController(t, "--metrics-secure=true")
-	c.local(t)
-	ns := newNamespace(t, "scrape", nil)
+	c := harness.StartController(t, "--metrics-secure=true")
+	c.Local(t)
+	ns := harness.NewNamespace(t, "scrape", nil)
 	scraper, stranger := serviceAccountToken(t, ns, "prometheus"), serviceAccountToken(t, ns, "stranger")
 	bindMetricsReader(t, ns, "prometheus")
 
 	// The metrics endpoint starts listening just after /healthz does.
 	eventually(t, 30*time.Second, "anonymous scrape refused", func() error {
-		code, _, err := scrape(c.metricsAddr, "")
+		code, _, err := scrape(c.MetricsAddr, "")
 		if err != nil || code != http.StatusUnauthorized {
 			return fmt.Errorf("anonymous scrape: %d (%v), want 401", code, err)
 		}
 		return nil
 	})
-	if code, _, err := scrape(c.metricsAddr, "not-a-token-the-api-server-issued"); err != nil || code != http.StatusUnauthorized {
+	if code, _, err := scrape(c.MetricsAddr, "not-a-token-the-api-server-issued"); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("scrape with a token the API server does not know: %d (%v), want 401", code, err)
 	}
-	if code, _, err := scrape(c.metricsAddr, stranger); err != nil || code != http.StatusForbidden {
+	if code, _, err := scrape(c.MetricsAddr, stranger); err != nil || code != http.StatusForbidden {
 		t.Errorf("scrape by a ServiceAccount without metrics-reader: %d, want 403", code)
 	}
 	eventually(t, 30*time.Second, "an authorized scrape is served", func() error {
-		code, body, err := scrape(c.metricsAddr, scraper)
+		code, body, err := scrape(c.MetricsAddr, scraper)
 		if err != nil || code != http.StatusOK || !strings.Contains(body, "cmsync_sources{") {
 			return fmt.Errorf("scrape: %d, %d bytes (%v)", code, len(body), err)
 		}
 		return nil
 	})
-	if code, _, err := scrape(c.metricsAddr, ""); err != nil || code != http.StatusUnauthorized {
+	if code, _, err := scrape(c.MetricsAddr, ""); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("anonymous scrape after an authorized one: %d (%v), want 401", code, err)
 	}
 }
@@ -86,16 +88,16 @@ func bindMetricsReader(t *testing.T, namespace, name string) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cmsync-metrics-reader"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: namespace, Name: name}},
 	}
-	must(t, k8s.Create(context.Background(), binding))
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), binding) })
+	must(t, harness.K8s.Create(context.Background(), binding))
+	t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), binding) })
 }
 
 // serviceAccountToken creates a ServiceAccount and returns a token of it.
 func serviceAccountToken(t *testing.T, namespace, name string) string {
 	t.Helper()
 	ctx := context.Background()
-	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}))
-	tr, err := clientset.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	must(t, harness.K8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}))
+	tr, err := harness.Clientset.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	must(t, err)
 	return tr.Status.Token
 }

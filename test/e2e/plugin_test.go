@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmsync/cmsync/test/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,7 +34,7 @@ func plugin(t *testing.T, args ...string) string {
 	if bin == "" {
 		t.Fatal("CMSYNC_PLUGIN is not set: run make e2e")
 	}
-	cmd := exec.Command(bin, append(args, "--kubeconfig", adminKubeconfig)...)
+	cmd := exec.Command(bin, append(args, "--kubeconfig", harness.AdminKubeconfig)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -63,7 +65,7 @@ type pluginWorld struct {
 // predicts exactly the replicas that appear, and the ones that go, once a change is
 // applied, for a changed annotation and for a new source from a file.
 func TestKubectlPlugin(t *testing.T) {
-	startController(t)
+	harness.StartController(t)
 	w := newPluginWorld(t)
 	checkExplain(t, w)
 	checkStatus(t, w)
@@ -75,24 +77,30 @@ func newPluginWorld(t *testing.T) pluginWorld {
 	ctx := context.Background()
 	s := randomSuffix()
 	w := pluginWorld{
-		suffix: s, platform: newNamespace(t, "platform", nil),
+		suffix: s, platform: harness.NewNamespace(t, "platform", nil),
 		named: "named-" + s, globbed: "grp-" + s + "-a", legacy: "grp-" + s + "-legacy", selected: "sel-" + s,
 		ignored: "ign-" + s, taken: "taken-" + s, leaving: "leaving-" + s, outside: "outside-" + s,
 	}
-	deleteSourcesAtEnd(t, []string{w.platform}, "plugin-"+s)
+	harness.DeleteSourcesAtEnd(t, []string{w.platform}, "plugin-"+s)
 	for _, ns := range []string{w.named, w.globbed, w.legacy, w.taken, w.leaving, w.outside} {
-		must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		must(t, harness.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
-	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.selected, Labels: map[string]string{"plugin-test": s}}}))
+	must(t, harness.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.selected, Labels: map[string]string{"plugin-test": s}}}))
 	must(
 		t,
-		k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ignored, Labels: map[string]string{v1alpha1.IgnoreNamespaceLabel: "true"}}}),
+		harness.K8s.Create(
+			ctx,
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ignored, Labels: map[string]string{v1alpha1.IgnoreNamespaceLabel: "true"}}},
+		),
 	)
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.taken, Name: "app"}, Data: map[string]string{"theirs": "1"}}))
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.taken, Name: "app"}, Data: map[string]string{"theirs": "1"}}))
 	// A namespace held in Terminating by a finalizer of someone else's.
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.leaving, Name: "held", Finalizers: []string{"example.com/hold"}}}))
+	must(
+		t,
+		harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.leaving, Name: "held", Finalizers: []string{"example.com/hold"}}}),
+	)
 	t.Cleanup(func() {
-		_ = k8s.Patch(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.leaving, Name: "held"}},
+		_ = harness.K8s.Patch(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.leaving, Name: "held"}},
 			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 	})
 	targets := strings.Join([]string{w.named, "grp-" + s + "-*", "!" + w.legacy, "kube-public", w.ignored, w.taken, w.leaving}, ",")
@@ -101,11 +109,11 @@ func newPluginWorld(t *testing.T) pluginWorld {
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: targets, v1alpha1.TargetSelectorAnnotation: "plugin-test=" + s}},
 		Data: map[string]string{"k": "v"},
 	}
-	must(t, k8s.Create(ctx, w.source))
-	waitForReplicas(t, w.platform, "app", 30*time.Second, w.named, w.globbed, w.selected, w.leaving)
-	must(t, k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.leaving}}))
-	waitForReplicas(t, w.platform, "app", 30*time.Second, w.named, w.globbed, w.selected)
-	waitForAnnotation(t, w.platform, "app", v1alpha1.SyncedAnnotation, "3/4")
+	must(t, harness.K8s.Create(ctx, w.source))
+	harness.WaitForReplicas(t, w.platform, "app", 30*time.Second, w.named, w.globbed, w.selected, w.leaving)
+	must(t, harness.K8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.leaving}}))
+	harness.WaitForReplicas(t, w.platform, "app", 30*time.Second, w.named, w.globbed, w.selected)
+	harness.WaitForAnnotation(t, w.platform, "app", v1alpha1.SyncedAnnotation, "3/4")
 	return w
 }
 
@@ -146,7 +154,7 @@ func checkExplain(t *testing.T, w pluginWorld) {
 	if seen != len(want) {
 		t.Errorf("explain covered %d of the %d namespaces", seen, len(want))
 	}
-	if got := replicasOf(t, w.platform, "app"); !sameSet(got, wantedHere) {
+	if got := harness.ReplicasOf(t, w.platform, "app"); !sameSet(got, wantedHere) {
 		t.Errorf("explain says replicas in %v, the cluster has them in %v", wantedHere, got)
 	}
 	out := plugin(t, "explain", w.platform+"/app", "--in", w.taken)
@@ -160,15 +168,15 @@ func checkExplain(t *testing.T, w pluginWorld) {
 func checkStatus(t *testing.T, w pluginWorld) {
 	t.Helper()
 	ctx := context.Background()
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.platform, Name: "ca"}, Data: map[string]string{"k": "v"}}))
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.platform, Name: "ca"}, Data: map[string]string{"k": "v"}}))
 	cms := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "plugin-" + w.suffix},
 		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: w.platform, ConfigMapName: "ca", DestinationNamespace: w.named}}
-	must(t, k8s.Create(ctx, cms))
-	waitForReplicas(t, w.platform, "ca", 30*time.Second, w.named)
+	must(t, harness.K8s.Create(ctx, cms))
+	harness.WaitForReplicas(t, w.platform, "ca", 30*time.Second, w.named)
 	eventually(t, 30*time.Second, "status lists both forms", func() error {
 		var rows []cli.StatusRow
 		pluginJSON(t, &rows, "status", "-n", w.platform)
-		now, err := getConfigMap(w.platform, "app")
+		now, err := harness.GetConfigMap(w.platform, "app")
 		if err != nil {
 			return err
 		}
@@ -195,7 +203,7 @@ func checkStatus(t *testing.T, w pluginWorld) {
 	})
 	// Someone who may only view the namespace still gets its sources; what they may not
 	// list is said.
-	must(t, k8s.Create(ctx, &rbacv1.RoleBinding{
+	must(t, harness.K8s.Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.platform, Name: "viewer"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
 		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "viewer-" + w.suffix}},
@@ -239,7 +247,7 @@ func checkPreview(t *testing.T, w pluginWorld) {
 	if !sameSet(gain, []string{w.named, w.globbed, w.taken}) || !sameSet(lose, []string{w.named, w.globbed, w.selected}) || len(conflicts) != 0 || p.Kept != 0 {
 		t.Errorf("preview: gain %v, lose %v, conflicts %v, kept %d", gain, lose, conflicts, p.Kept)
 	}
-	must(t, k8s.Patch(ctx, w.source, client.RawPatch(types.MergePatchType,
+	must(t, harness.K8s.Patch(ctx, w.source, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"cmsync.io/target-name":"app-renamed","cmsync.io/target-selector":null}}}`))))
 	waitForShapedReplicas(t, w.platform+"/app", "app-renamed", 30*time.Second, gain...)
 	waitForShapedReplicas(t, w.platform+"/app", "app", 30*time.Second)
@@ -259,11 +267,11 @@ data: {k: v}
 	if !sameSet(changeNamespaces(p.Gain), []string{w.globbed, w.taken, w.legacy}) || len(p.Lose) != 0 || len(p.Conflicts) != 0 {
 		t.Errorf("preview -f: %+v", p)
 	}
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.platform, Name: "settings",
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.platform, Name: "settings",
 		Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
 		Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: targets}},
 		Data: map[string]string{"k": "v"}}))
-	waitForReplicas(t, w.platform, "settings", 30*time.Second, changeNamespaces(p.Gain)...)
+	harness.WaitForReplicas(t, w.platform, "settings", 30*time.Second, changeNamespaces(p.Gain)...)
 
 	// An invalid change is said, not previewed.
 	pluginJSON(t, &p, "preview", w.platform+"/app", "--set-annotation", "cmsync.io/keys=a/b")
@@ -291,16 +299,16 @@ func yesNo(b bool) string {
 // calls Invalid exactly what the controller marks Invalid, with the same message: a
 // service-account token labelled as a source, and a source over the byte budget.
 func TestKubectlPluginDecidesAsTheController(t *testing.T) {
-	startController(t, "--secrets=enabled", "--max-replicated-bytes=1Ki")
+	harness.StartController(t, "--secrets=enabled", "--max-replicated-bytes=1Ki")
 	ctx := context.Background()
 	suffix := randomSuffix()
-	src := newNamespace(t, "plugdec", nil)
-	a, b := newNamespace(t, "plugdec-"+suffix, nil), newNamespace(t, "plugdec-"+suffix, nil)
-	deleteSourcesAtEnd(t, []string{src})
+	src := harness.NewNamespace(t, "plugdec", nil)
+	a, b := harness.NewNamespace(t, "plugdec-"+suffix, nil), harness.NewNamespace(t, "plugdec-"+suffix, nil)
+	harness.DeleteSourcesAtEnd(t, []string{src})
 	targets := map[string]string{v1alpha1.TargetNamespacesAnnotation: "plugdec-" + suffix + "-*"}
 
-	must(t, k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "robot"}}))
-	must(t, k8s.Create(ctx, &corev1.Secret{
+	must(t, harness.K8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "robot"}}))
+	must(t, harness.K8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: src,
 			Name:      "robot-token",
@@ -312,7 +320,7 @@ func TestKubectlPluginDecidesAsTheController(t *testing.T) {
 		},
 		Type: corev1.SecretTypeServiceAccountToken,
 	}))
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "big", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: targets},
 		Data:       map[string]string{"blob": strings.Repeat("x", 600)},
 	}))
@@ -324,7 +332,7 @@ func TestKubectlPluginDecidesAsTheController(t *testing.T) {
 		eventually(t, 30*time.Second, tc.name+" Invalid", func() error {
 			obj := &metav1.PartialObjectMetadata{}
 			obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(map[string]string{"secret": "Secret", "configmap": "ConfigMap"}[tc.kind]))
-			if err := k8s.Get(ctx, client.ObjectKey{Namespace: src, Name: tc.name}, obj); err != nil {
+			if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: src, Name: tc.name}, obj); err != nil {
 				return err
 			}
 			if obj.Annotations[v1alpha1.StatusAnnotation] != v1alpha1.StatusInvalid {
@@ -340,7 +348,7 @@ func TestKubectlPluginDecidesAsTheController(t *testing.T) {
 		}
 	}
 	for _, ns := range []string{a, b} {
-		if _, err := getConfigMap(ns, "big"); !apierrors.IsNotFound(err) {
+		if _, err := harness.GetConfigMap(ns, "big"); !apierrors.IsNotFound(err) {
 			t.Errorf("%s: a replica of an Invalid source: %v", ns, err)
 		}
 	}

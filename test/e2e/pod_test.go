@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmsync/cmsync/test/harness"
+
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +24,7 @@ import (
 // These scenarios need cmsync running as the chart's Pod on a real node (make node-e2e,
 // make kind-e2e).
 func skipUnlessInCluster(t *testing.T) {
-	if !existingCluster {
+	if !harness.ExistingCluster {
 		t.Skip("needs cmsync as an in-cluster Pod (make node-e2e)")
 	}
 }
@@ -62,7 +64,11 @@ func TestPodRunsHardened(t *testing.T) {
 	}
 	// The kubelet's own count of the probes it ran against the container.
 	eventually(t, 60*time.Second, "kubelet probed liveness and readiness successfully", func() error {
-		raw, err := clientset.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", pods[0].Spec.NodeName, "proxy/metrics/probes").DoRaw(context.Background())
+		raw, err := harness.Clientset.CoreV1().
+			RESTClient().
+			Get().
+			AbsPath("/api/v1/nodes", pods[0].Spec.NodeName, "proxy/metrics/probes").
+			DoRaw(context.Background())
 		if err != nil {
 			return err
 		}
@@ -90,25 +96,25 @@ func probedSuccessfully(metrics, probe, pod string) bool {
 func TestLeaderPodDeleted(t *testing.T) {
 	skipUnlessInCluster(t)
 	ctx := context.Background()
-	src := newNamespace(t, "lead-src", nil)
+	src := harness.NewNamespace(t, "lead-src", nil)
 	group := "lead" + randomSuffix()
 	targets := make([]string, 0, 10)
 	for range 10 {
-		targets = append(targets, newNamespace(t, group, nil))
+		targets = append(targets, harness.NewNamespace(t, group, nil))
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "led",
 		Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
 		Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: group + "-*"}},
 		Data: map[string]string{"v": "1"}}
-	must(t, k8s.Create(ctx, cm))
-	waitForReplicas(t, src, "led", 60*time.Second, targets...)
+	must(t, harness.K8s.Create(ctx, cm))
+	harness.WaitForReplicas(t, src, "led", 60*time.Second, targets...)
 
 	leader := leaderPod()
 	t.Logf("deleting the leader pod %s", leader)
-	must(t, clientset.CoreV1().Pods(releaseNamespace).Delete(ctx, leader, metav1.DeleteOptions{}))
-	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
-	withoutProtection(t, func() {
-		must(t, k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: targets[0], Name: "led"}}))
+	must(t, harness.Clientset.CoreV1().Pods(harness.ReleaseNamespace).Delete(ctx, leader, metav1.DeleteOptions{}))
+	must(t, harness.K8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
+	harness.WithoutProtection(t, func() {
+		must(t, harness.K8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: targets[0], Name: "led"}}))
 	})
 
 	eventually(t, 120*time.Second, "another pod leads", func() error {
@@ -117,26 +123,26 @@ func TestLeaderPodDeleted(t *testing.T) {
 		}
 		return nil
 	})
-	waitForValue(t, 60*time.Second, "led", "v", "2", targets...)
-	waitForAnnotation(t, src, "led", v1alpha1.StatusAnnotation, v1alpha1.StatusSynced)
+	harness.WaitForValue(t, 60*time.Second, "led", "v", "2", targets...)
+	harness.WaitForAnnotation(t, src, "led", v1alpha1.StatusAnnotation, v1alpha1.StatusSynced)
 	// The Deployment replaced the deleted Pod: as many Ready Pods as it asks for, none of
 	// them the deleted one.
 	var deployment appsv1.Deployment
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: "cmsync"}, &deployment))
+	must(t, harness.K8s.Get(ctx, client.ObjectKey{Namespace: harness.ReleaseNamespace, Name: "cmsync"}, &deployment))
 	for _, p := range readyPods(t, int(*deployment.Spec.Replicas)) {
 		if p.Name == leader {
 			t.Errorf("the deleted pod %s is still counted Ready", leader)
 		}
 	}
-	must(t, k8s.Delete(ctx, cm))
-	waitForReplicas(t, src, "led", 60*time.Second)
+	must(t, harness.K8s.Delete(ctx, cm))
+	harness.WaitForReplicas(t, src, "led", 60*time.Second)
 }
 
 // leaderPod names the Pod holding the leader election lease (holder identities are
 // "<pod name>_<uuid>"), or "".
 func leaderPod() string {
 	var lease coordinationv1.Lease
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: releaseNamespace, Name: "cmsync.io"}, &lease); err != nil {
+	if err := harness.K8s.Get(context.Background(), client.ObjectKey{Namespace: harness.ReleaseNamespace, Name: "cmsync.io"}, &lease); err != nil {
 		return ""
 	}
 	if lease.Spec.HolderIdentity == nil {
@@ -152,7 +158,7 @@ func readyPods(t *testing.T, min int) []corev1.Pod {
 	var ready []corev1.Pod
 	eventually(t, 120*time.Second, "cmsync pods Ready", func() error {
 		var pods corev1.PodList
-		if err := k8s.List(context.Background(), &pods, client.InNamespace(releaseNamespace), podSelector); err != nil {
+		if err := harness.K8s.List(context.Background(), &pods, client.InNamespace(harness.ReleaseNamespace), podSelector); err != nil {
 			return err
 		}
 		ready = ready[:0]
@@ -178,7 +184,7 @@ func readyPods(t *testing.T, min int) []corev1.Pod {
 func TestPodMountsReplicatedSecret(t *testing.T) {
 	skipUnlessInCluster(t)
 	ctx := context.Background()
-	src, dst := newNamespace(t, "issuer", nil), newNamespace(t, "mount", nil)
+	src, dst := harness.NewNamespace(t, "issuer", nil), harness.NewNamespace(t, "mount", nil)
 	first := "-----BEGIN CERTIFICATE-----\nfirst-issue-" + randomSuffix() + "\n-----END CERTIFICATE-----\n"
 	renewed := "-----BEGIN CERTIFICATE-----\nrenewed-" + randomSuffix() + "\n-----END CERTIFICATE-----\n"
 	secret := &corev1.Secret{
@@ -187,28 +193,28 @@ func TestPodMountsReplicatedSecret(t *testing.T) {
 		Type:       corev1.SecretTypeTLS,
 		StringData: map[string]string{corev1.TLSCertKey: first, corev1.TLSPrivateKeyKey: "key"},
 	}
-	must(t, k8s.Create(ctx, secret))
+	must(t, harness.K8s.Create(ctx, secret))
 	waitForSecretValue(t, "wildcard-tls", corev1.TLSCertKey, first, dst)
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: dst, Name: "reader"},
 		Spec: corev1.PodSpec{
-			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)),
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: harness.Ptr(true), RunAsUser: harness.Ptr(int64(65532)),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
 				Name: "reader", Image: "localhost/cmsync-node/printfile:1", ImagePullPolicy: corev1.PullNever,
 				Args:         []string{"/tls/" + corev1.TLSCertKey},
 				VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}},
-				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: harness.Ptr(false), ReadOnlyRootFilesystem: harness.Ptr(true),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},
 			Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "wildcard-tls"}}}},
 		},
 	}
-	must(t, k8s.Create(ctx, pod))
+	must(t, harness.K8s.Create(ctx, pod))
 	waitForLog(t, dst, "reader", first, 90*time.Second)
 
-	must(t, k8s.Patch(ctx, secret, client.RawPatch(types.MergePatchType,
+	must(t, harness.K8s.Patch(ctx, secret, client.RawPatch(types.MergePatchType,
 		[]byte(`{"stringData":{"`+corev1.TLSCertKey+`":`+fmt.Sprintf("%q", renewed)+`}}`))))
 	waitForSecretValue(t, "wildcard-tls", corev1.TLSCertKey, renewed, dst)
 	// The kubelet refreshes Secret volumes on its Pod sync (every minute by default).
@@ -219,7 +225,7 @@ func TestPodMountsReplicatedSecret(t *testing.T) {
 func waitForLog(t *testing.T, namespace, pod, text string, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, "log of "+namespace+"/"+pod+" shows the certificate", func() error {
-		raw, err := clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(context.Background())
+		raw, err := harness.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(context.Background())
 		if err != nil {
 			return err
 		}

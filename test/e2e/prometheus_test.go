@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmsync/cmsync/test/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,15 +30,15 @@ import (
 // panel's query returns data, and every alert rule is loaded and evaluated without
 // error.
 func TestDashboardAndAlertsOnPrometheus(t *testing.T) {
-	c := startController(t, "--metrics-secure=true", "--leader-elect=true")
-	c.local(t)
+	c := harness.StartController(t, "--metrics-secure=true", "--leader-elect=true")
+	c.Local(t)
 	prometheus := os.Getenv("PROMETHEUS")
 	if prometheus == "" {
 		t.Fatal("PROMETHEUS is not set: run make e2e")
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	ns := newNamespace(t, "prom", nil)
+	ns := harness.NewNamespace(t, "prom", nil)
 	token := serviceAccountToken(t, ns, "prometheus")
 	bindMetricsReader(t, ns, "prometheus")
 	must(t, os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600))
@@ -50,24 +52,24 @@ scrape_configs:
     authorization: {credentials_file: %q}
     tls_config: {insecure_skip_verify: true}
     static_configs: [{targets: [%q]}]
-`, alerts, filepath.Join(dir, "token"), c.metricsAddr)), 0o600))
-	api := "http://" + freeAddr(t)
+`, alerts, filepath.Join(dir, "token"), c.MetricsAddr)), 0o600))
+	api := "http://" + harness.FreeAddr(t)
 	startPrometheus(t, prometheus, dir, strings.TrimPrefix(api, "http://"))
 
 	// A little of everything: a fan-out, a conflict, an Invalid source.
-	src, a, b := newNamespace(t, "prom-src", nil), newNamespace(t, "prom-dst", nil), newNamespace(t, "prom-dst", nil)
-	deleteSourcesAtEnd(t, []string{src})
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "taken"}}))
+	src, a, b := harness.NewNamespace(t, "prom-src", nil), harness.NewNamespace(t, "prom-dst", nil), harness.NewNamespace(t, "prom-dst", nil)
+	harness.DeleteSourcesAtEnd(t, []string{src})
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "taken"}}))
 	for name, annotations := range map[string]map[string]string{
 		"fan":     {v1alpha1.TargetNamespacesAnnotation: a + "," + b},
 		"taken":   {v1alpha1.TargetNamespacesAnnotation: b},
 		"invalid": {v1alpha1.TargetNamespacesAnnotation: a, v1alpha1.KeysAnnotation: "a/b"},
 	} {
-		must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: name,
+		must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: name,
 			Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: annotations}, Data: map[string]string{"k": "v"}}))
 	}
-	waitForAnnotation(t, src, "fan", v1alpha1.SyncedAnnotation, "2/2")
-	waitForAnnotation(t, src, "invalid", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
+	harness.WaitForAnnotation(t, src, "fan", v1alpha1.SyncedAnnotation, "2/2")
+	harness.WaitForAnnotation(t, src, "invalid", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
 
 	eventually(t, 60*time.Second, "Prometheus scrapes cmsync", func() error {
 		return expectData(api, `cmsync_sources_not_synced{job="cmsync",reason="Invalid"} > 0`)
@@ -113,7 +115,7 @@ func startPrometheus(t *testing.T, bin, dir, addr string) {
 		_, _ = cmd.Process.Wait()
 		_ = log.Close()
 		if t.Failed() {
-			t.Logf("prometheus log:\n%s", tail(log.Name(), 30))
+			t.Logf("prometheus log:\n%s", harness.Tail(log.Name(), 30))
 		}
 	})
 	eventually(t, 60*time.Second, "Prometheus ready", func() error {

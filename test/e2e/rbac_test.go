@@ -11,13 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cmsync/cmsync/test/harness"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// cmsyncUser is who the chart's ServiceAccount authenticates as.
-const cmsyncUser = "system:serviceaccount:" + releaseNamespace + ":" + serviceAccount
 
 // permission is one verb on one resource ("configmapsyncs/status" for a subresource).
 type permission struct{ group, resource, verb string }
@@ -48,7 +47,7 @@ func checkLeastPrivilege() error {
 	if err != nil {
 		return err
 	}
-	used, denied, starting, err := usedPermissions()
+	used, denied, err := usedPermissions()
 	if err != nil {
 		return err
 	}
@@ -66,9 +65,6 @@ func checkLeastPrivilege() error {
 		problems = append(problems, fmt.Sprintf("used but refused by RBAC: %s (first at %s: %s %s)",
 			p, r.Received.Format(time.RFC3339Nano), r.Verb, r.RequestURI))
 	}
-	if starting > 0 {
-		fmt.Fprintf(os.Stderr, "e2e: least privilege: %d requests refused while a restarted kube-apiserver was not yet ready (not counted)\n", starting)
-	}
 	slices.Sort(problems)
 	if len(problems) > 0 {
 		return fmt.Errorf("the chart's RBAC is not exactly what cmsync uses:\n  %s", strings.Join(problems, "\n  "))
@@ -81,17 +77,17 @@ func checkLeastPrivilege() error {
 func grantedPermissions() ([]permission, error) {
 	ctx := context.Background()
 	var cr rbacv1.ClusterRole
-	if err := k8s.Get(ctx, client.ObjectKey{Name: "cmsync"}, &cr); err != nil {
+	if err := harness.K8s.Get(ctx, client.ObjectKey{Name: "cmsync"}, &cr); err != nil {
 		return nil, err
 	}
 	var role rbacv1.Role
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: "cmsync-leader-election"}, &role); err != nil {
+	if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: harness.ReleaseNamespace, Name: "cmsync-leader-election"}, &role); err != nil {
 		return nil, err
 	}
 	rules := append(cr.Rules, role.Rules...)
 	// With secure metrics (the chart's default), the reviews of scrapers' tokens.
 	var metricsAuth rbacv1.ClusterRole
-	if err := k8s.Get(ctx, client.ObjectKey{Name: "cmsync-metrics-auth"}, &metricsAuth); err == nil {
+	if err := harness.K8s.Get(ctx, client.ObjectKey{Name: "cmsync-metrics-auth"}, &metricsAuth); err == nil {
 		rules = append(rules, metricsAuth.Rules...)
 	} else if !apierrors.IsNotFound(err) {
 		return nil, err
@@ -113,12 +109,11 @@ func grantedPermissions() ([]permission, error) {
 }
 
 // usedPermissions reads what cmsync's ServiceAccount asked for: allowed, and refused
-// (with the first refused request). A restarted API server refuses requests until
-// its authorizer's informers have synced: those are only counted (starting).
-func usedPermissions() (used map[permission]bool, denied map[permission]auditRecord, starting int, err error) {
-	used, denied = map[permission]bool{}, map[permission]auditRecord{}
-	err = eachAuditRecord(func(r auditRecord) {
-		if r.User.Username != cmsyncUser || r.ObjectRef == nil {
+// (with the first refused request).
+func usedPermissions() (used map[permission]bool, denied map[permission]harness.AuditRecord, err error) {
+	used, denied = map[permission]bool{}, map[permission]harness.AuditRecord{}
+	err = harness.EachAuditRecord(func(r harness.AuditRecord) {
+		if r.User.Username != harness.CmsyncUser || r.ObjectRef == nil {
 			return
 		}
 		resource := r.ObjectRef.Resource
@@ -126,18 +121,13 @@ func usedPermissions() (used map[permission]bool, denied map[permission]auditRec
 			resource += "/" + r.ObjectRef.Subresource
 		}
 		p := permission{r.ObjectRef.APIGroup, resource, r.Verb}
-		switch {
-		case r.Annotations["authorization.k8s.io/decision"] != "forbid":
+		if r.Annotations["authorization.k8s.io/decision"] != "forbid" {
 			used[p] = true
-		case slices.ContainsFunc(apiServerStarting, func(s span) bool { return s.holds(r.Received) }):
-			starting++
-		default:
-			if _, seen := denied[p]; !seen {
-				denied[p] = r
-			}
+		} else if _, seen := denied[p]; !seen {
+			denied[p] = r
 		}
 	})
-	return used, denied, starting, err
+	return used, denied, err
 }
 
 // fullRun tells whether every test of the suite ran, so that an unused grant means
@@ -148,5 +138,5 @@ func fullRun() bool {
 			return false
 		}
 	}
-	return !existingCluster
+	return !harness.ExistingCluster
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmsync/cmsync/test/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,12 +31,12 @@ import (
 // README shows them print is what they print (but for ages and times); then what its
 // prose promises.
 func TestREADMEExample(t *testing.T) {
-	startController(t)
+	harness.StartController(t)
 	ctx := context.Background()
 	steps, shown := readmeExample(t)
 	kubectl := buildKubectl(t)
 	run := exec.Command("bash", "-euo", "pipefail", "-c", steps)
-	run.Env = append(os.Environ(), "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH"), "KUBECONFIG="+adminKubeconfig)
+	run.Env = append(os.Environ(), "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH"), "KUBECONFIG="+harness.AdminKubeconfig)
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("the README's commands:\n%s\n%v\n%s", steps, err, out)
 	}
@@ -50,7 +52,7 @@ func TestREADMEExample(t *testing.T) {
 		})
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "ca-bundle"}}
-	got := waitForAnnotation(t, "platform", "ca-bundle", v1alpha1.SyncedAnnotation, "2/2")
+	got := harness.WaitForAnnotation(t, "platform", "ca-bundle", v1alpha1.SyncedAnnotation, "2/2")
 	if got.Annotations[v1alpha1.StatusAnnotation] != "Synced" || got.Annotations[v1alpha1.LastSyncTimeAnnotation] == "" {
 		t.Errorf("status annotations %v", got.Annotations)
 	}
@@ -58,19 +60,19 @@ func TestREADMEExample(t *testing.T) {
 	// server refuses, naming the source. Should one be changed anyway (an
 	// administrator's break-glass), it is restored. Change the source and every replica
 	// follows; delete the source and its replicas are deleted."
-	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}}))
-	waitForReplicas(t, "platform", "ca-bundle", 30*time.Second, "team-a", "team-b", "team-c")
-	expectRefused(t, "deleting a replica", k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ca-bundle"}}),
+	must(t, harness.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}}))
+	harness.WaitForReplicas(t, "platform", "ca-bundle", 30*time.Second, "team-a", "team-b", "team-c")
+	expectRefused(t, "deleting a replica", harness.K8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ca-bundle"}}),
 		"ConfigMap team-a/ca-bundle is a replica of platform/ca-bundle kept by cmsync: change the source platform/ca-bundle instead")
-	withoutProtection(t, func() {
-		must(t, k8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ca-bundle"}}))
-		must(t, k8s.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "ca-bundle"}},
+	harness.WithoutProtection(t, func() {
+		must(t, harness.K8s.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ca-bundle"}}))
+		must(t, harness.K8s.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "ca-bundle"}},
 			client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"tampered"}}`))))
 	})
-	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"rotated"}}`))))
+	must(t, harness.K8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"rotated"}}`))))
 	eventually(t, 30*time.Second, "every replica restored and following the source", func() error {
 		for _, ns := range []string{"team-a", "team-b", "team-c"} {
-			r, err := getConfigMap(ns, "ca-bundle")
+			r, err := harness.GetConfigMap(ns, "ca-bundle")
 			if err != nil {
 				return err
 			}
@@ -80,40 +82,40 @@ func TestREADMEExample(t *testing.T) {
 		}
 		return nil
 	})
-	must(t, k8s.Delete(ctx, cm))
-	waitForReplicas(t, "platform", "ca-bundle", 30*time.Second)
+	must(t, harness.K8s.Delete(ctx, cm))
+	harness.WaitForReplicas(t, "platform", "ca-bundle", 30*time.Second)
 }
 
 // Fan-out to 50 namespaces, a source update and delete.
 func TestFanOutUpdateDelete(t *testing.T) {
-	c := startController(t)
+	c := harness.StartController(t)
 	ctx := context.Background()
 	group := "fan" + randomSuffix()
 	targets := make([]string, 0, 50)
 	for range 50 {
-		targets = append(targets, newNamespace(t, "fan", map[string]string{"group": group}))
+		targets = append(targets, harness.NewNamespace(t, "fan", map[string]string{"group": group}))
 	}
-	src := newNamespace(t, "src", nil)
+	src := harness.NewNamespace(t, "src", nil)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "fan",
 		Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}},
 		Data: map[string]string{"v": "1"}}
-	must(t, k8s.Create(ctx, cm))
-	waitForReplicas(t, src, "fan", 60*time.Second, targets...)
-	waitForAnnotation(t, src, "fan", v1alpha1.SyncedAnnotation, "50/50")
+	must(t, harness.K8s.Create(ctx, cm))
+	harness.WaitForReplicas(t, src, "fan", 60*time.Second, targets...)
+	harness.WaitForAnnotation(t, src, "fan", v1alpha1.SyncedAnnotation, "50/50")
 
-	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
-	waitForValue(t, 60*time.Second, "fan", "v", "2", targets...)
+	must(t, harness.K8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
+	harness.WaitForValue(t, 60*time.Second, "fan", "v", "2", targets...)
 	// /metrics matches the cluster: this is the only source (earlier scenarios deleted
 	// theirs), with 50 replicas in sync. (The in-cluster Pod's metrics are not scraped
 	// from here: there, only the delete follows.)
-	if c.cmd != nil {
+	if c.IsLocal() {
 		fanOutMetrics(t, c)
 	}
-	must(t, k8s.Delete(ctx, cm))
-	waitForReplicas(t, src, "fan", 60*time.Second)
+	must(t, harness.K8s.Delete(ctx, cm))
+	harness.WaitForReplicas(t, src, "fan", 60*time.Second)
 }
 
-func fanOutMetrics(t *testing.T, c *controller) {
+func fanOutMetrics(t *testing.T, c *harness.Controller) {
 	eventually(t, 10*time.Second, "metrics", func() error {
 		if got := c.Metric(t, `cmsync_replicas{kind="ConfigMap",state="synced"}`); got != 50 {
 			return fmt.Errorf("cmsync_replicas{synced} = %v, want 50", got)
@@ -135,114 +137,114 @@ func fanOutMetrics(t *testing.T, c *controller) {
 // replica while the namespace terminates) and recreated gets its replica back; the
 // status tells the truth in between.
 func TestTargetNamespaceDeletedAndRecreated(t *testing.T) {
-	startController(t)
+	harness.StartController(t)
 	ctx := context.Background()
-	src, stays, goes := newNamespace(t, "src", nil), newNamespace(t, "stays", nil), newNamespace(t, "goes", nil)
+	src, stays, goes := harness.NewNamespace(t, "src", nil), harness.NewNamespace(t, "stays", nil), harness.NewNamespace(t, "goes", nil)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "app",
 		Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: stays + "," + goes}}}
-	must(t, k8s.Create(ctx, cm))
-	waitForReplicas(t, src, "app", 30*time.Second, stays, goes)
+	must(t, harness.K8s.Create(ctx, cm))
+	harness.WaitForReplicas(t, src, "app", 30*time.Second, stays, goes)
 
 	// While the namespace terminates, the namespace controller deletes the replica in it;
 	// cmsync must not try to recreate it there (a terminating namespace is no target), so
 	// the source never turns Degraded on the way.
-	must(t, k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goes}}))
+	must(t, harness.K8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goes}}))
 	eventually(t, 60*time.Second, "namespace deleted for good", func() error {
-		if cm, err := getConfigMap(src, "app"); err == nil && cm.Annotations[v1alpha1.StatusAnnotation] == v1alpha1.StatusDegraded {
+		if cm, err := harness.GetConfigMap(src, "app"); err == nil && cm.Annotations[v1alpha1.StatusAnnotation] == v1alpha1.StatusDegraded {
 			t.Fatalf("source Degraded while a target namespace terminates: %s", cm.Annotations[v1alpha1.MessageAnnotation])
 		}
-		err := k8s.Get(ctx, client.ObjectKey{Name: goes}, &corev1.Namespace{})
+		err := harness.K8s.Get(ctx, client.ObjectKey{Name: goes}, &corev1.Namespace{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there: %v", err)
 		}
 		return nil
 	})
-	waitForAnnotation(t, src, "app", v1alpha1.SyncedAnnotation, "1/1")
-	must(t, k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goes}}))
-	waitForReplicas(t, src, "app", 30*time.Second, stays, goes)
-	waitForAnnotation(t, src, "app", v1alpha1.SyncedAnnotation, "2/2")
+	harness.WaitForAnnotation(t, src, "app", v1alpha1.SyncedAnnotation, "1/1")
+	must(t, harness.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: goes}}))
+	harness.WaitForReplicas(t, src, "app", 30*time.Second, stays, goes)
+	harness.WaitForAnnotation(t, src, "app", v1alpha1.SyncedAnnotation, "2/2")
 }
 
 // An unmanaged ConfigMap in the way is never changed; the source says so.
 func TestConflictWithUnmanagedConfigMap(t *testing.T) {
-	startController(t)
+	harness.StartController(t)
 	ctx := context.Background()
-	src, taken := newNamespace(t, "src", nil), newNamespace(t, "taken", nil)
+	src, taken := harness.NewNamespace(t, "src", nil), harness.NewNamespace(t, "taken", nil)
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: "app"}, Data: map[string]string{"mine": "yes"}}
-	must(t, k8s.Create(ctx, theirs))
+	must(t, harness.K8s.Create(ctx, theirs))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "app",
 		Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: taken}}}
-	must(t, k8s.Create(ctx, cm))
-	got := waitForAnnotation(t, src, "app", v1alpha1.StatusAnnotation, "Degraded")
+	must(t, harness.K8s.Create(ctx, cm))
+	got := harness.WaitForAnnotation(t, src, "app", v1alpha1.StatusAnnotation, "Degraded")
 	if msg := got.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "conflict in "+taken) {
 		t.Errorf("message %q", msg)
 	}
 	consistently(t, 5*time.Second, "unmanaged ConfigMap untouched", func() error {
-		now, err := getConfigMap(taken, "app")
+		now, err := harness.GetConfigMap(taken, "app")
 		if err != nil || now.ResourceVersion != theirs.ResourceVersion {
 			return fmt.Errorf("changed: %v", err)
 		}
 		return nil
 	})
-	must(t, k8s.Delete(ctx, theirs))
-	waitForReplicas(t, src, "app", 30*time.Second, taken)
+	must(t, harness.K8s.Delete(ctx, theirs))
+	harness.WaitForReplicas(t, src, "app", 30*time.Second, taken)
 }
 
 // ConfigMapSync round trip: replicas with an owner reference; deleting the
 // ConfigMapSync deletes them; and the garbage collector honours the owner reference on
 // its own (shown with cmsync stopped and its finalizer removed by hand).
 func TestConfigMapSyncRoundTrip(t *testing.T) {
-	c := startController(t)
+	c := harness.StartController(t)
 	ctx := context.Background()
-	src, a, b := newNamespace(t, "src", nil), newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "ca"}, Data: map[string]string{"k": "v"}}))
+	src, a, b := harness.NewNamespace(t, "src", nil), harness.NewNamespace(t, "dst", nil), harness.NewNamespace(t, "dst", nil)
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "ca"}, Data: map[string]string{"k": "v"}}))
 	first := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "rt-" + randomSuffix()},
 		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", DestinationNamespace: a}}
-	must(t, k8s.Create(ctx, first))
-	waitForReplicas(t, src, "ca", 30*time.Second, a)
-	must(t, k8s.Delete(ctx, first))
-	waitForReplicas(t, src, "ca", 30*time.Second)
+	must(t, harness.K8s.Create(ctx, first))
+	harness.WaitForReplicas(t, src, "ca", 30*time.Second, a)
+	must(t, harness.K8s.Delete(ctx, first))
+	harness.WaitForReplicas(t, src, "ca", 30*time.Second)
 
 	second := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "gc-" + randomSuffix()},
 		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", DestinationNamespace: b}}
-	must(t, k8s.Create(ctx, second))
-	waitForReplicas(t, src, "ca", 30*time.Second, b)
+	must(t, harness.K8s.Create(ctx, second))
+	harness.WaitForReplicas(t, src, "ca", 30*time.Second, b)
 	eventually(t, 10*time.Second, "finalizer set", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(second), second))
+		must(t, harness.K8s.Get(ctx, client.ObjectKeyFromObject(second), second))
 		if len(second.Finalizers) == 0 {
 			return fmt.Errorf("no finalizer yet")
 		}
 		return nil
 	})
-	c.local(t)
+	c.Local(t)
 	c.Stop()
-	must(t, k8s.Patch(ctx, second, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
-	must(t, k8s.Delete(ctx, second))
-	waitForReplicas(t, src, "ca", 60*time.Second) // the garbage collector's work
+	must(t, harness.K8s.Patch(ctx, second, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
+	must(t, harness.K8s.Delete(ctx, second))
+	harness.WaitForReplicas(t, src, "ca", 60*time.Second) // the garbage collector's work
 }
 
 // Against an API server or client without streaming lists (watch-list), the informers
 // fall back to LIST and WATCH: both front doors, and Secrets, work the same. (This is also where the
 // least-privilege check sees cmsync use its list permissions.)
 func TestWithoutWatchList(t *testing.T) {
-	startControllerWithEnv(t, []string{"KUBE_FEATURE_WatchListClient=false"}, "--secrets=enabled")
+	harness.StartControllerWithEnv(t, []string{"KUBE_FEATURE_WatchListClient=false"}, "--secrets=enabled")
 	ctx := context.Background()
-	src, a, b := newNamespace(t, "src", nil), newNamespace(t, "dst", map[string]string{"wl": "x"}), newNamespace(t, "dst", nil)
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "plain",
+	src, a, b := harness.NewNamespace(t, "src", nil), harness.NewNamespace(t, "dst", map[string]string{"wl": "x"}), harness.NewNamespace(t, "dst", nil)
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "plain",
 		Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
 		Annotations: map[string]string{v1alpha1.TargetSelectorAnnotation: "wl=x"}}, Data: map[string]string{"k": "v"}}))
-	waitForReplicas(t, src, "plain", 30*time.Second, a)
-	waitForAnnotation(t, src, "plain", v1alpha1.StatusAnnotation, v1alpha1.StatusSynced)
+	harness.WaitForReplicas(t, src, "plain", 30*time.Second, a)
+	harness.WaitForAnnotation(t, src, "plain", v1alpha1.StatusAnnotation, v1alpha1.StatusSynced)
 
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "crd"}, Data: map[string]string{"k": "v"}}))
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "crd"}, Data: map[string]string{"k": "v"}}))
 	cms := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "wl-" + randomSuffix()},
 		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "crd", DestinationNamespace: b}}
-	must(t, k8s.Create(ctx, cms))
-	waitForReplicas(t, src, "crd", 30*time.Second, b)
-	must(t, k8s.Delete(ctx, cms))
-	waitForReplicas(t, src, "crd", 30*time.Second)
+	must(t, harness.K8s.Create(ctx, cms))
+	harness.WaitForReplicas(t, src, "crd", 30*time.Second, b)
+	must(t, harness.K8s.Delete(ctx, cms))
+	harness.WaitForReplicas(t, src, "crd", 30*time.Second)
 
-	must(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "secret",
+	must(t, harness.K8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "secret",
 		Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
 		Annotations: map[string]string{v1alpha1.TargetSelectorAnnotation: "wl=x"}}, StringData: map[string]string{"k": "v"}}))
 	waitForSecretValue(t, "secret", "k", "v", a)
@@ -250,62 +252,62 @@ func TestWithoutWatchList(t *testing.T) {
 
 // SIGKILL during fan-out and during cleanup: after a restart the state is exact.
 func TestKilledMidFanOut(t *testing.T) {
-	skipOnExistingCluster(t)
+	harness.SkipOnExistingCluster(t)
 	ctx := context.Background()
 	group := "kill" + randomSuffix()
 	targets := make([]string, 0, 150)
 	for range 150 {
-		targets = append(targets, newNamespace(t, "kill", map[string]string{"group": group}))
+		targets = append(targets, harness.NewNamespace(t, "kill", map[string]string{"group": group}))
 	}
-	src := newNamespace(t, "src", nil)
+	src := harness.NewNamespace(t, "src", nil)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "killed",
 		Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetSelectorAnnotation: "group=" + group}},
 		Data: map[string]string{"v": "1"}}
-	must(t, k8s.Create(ctx, cm))
+	must(t, harness.K8s.Create(ctx, cm))
 
-	c := startController(t, "--kube-api-qps=50", "--kube-api-burst=10") // slow enough to be caught mid-way
+	c := harness.StartController(t, "--kube-api-qps=50", "--kube-api-burst=10") // slow enough to be caught mid-way
 	eventually(t, 60*time.Second, "fan-out under way", func() error {
-		if n := len(replicasOf(t, src, "killed")); n < 10 {
+		if n := len(harness.ReplicasOf(t, src, "killed")); n < 10 {
 			return fmt.Errorf("%d replicas", n)
 		}
 		return nil
 	})
 	c.Kill()
-	if n := len(replicasOf(t, src, "killed")); n == len(targets) {
+	if n := len(harness.ReplicasOf(t, src, "killed")); n == len(targets) {
 		t.Logf("fan-out finished before the kill; the restart still has to prove an exact state")
 	}
-	startController(t)
-	waitForReplicas(t, src, "killed", 60*time.Second, targets...)
-	waitForAnnotation(t, src, "killed", v1alpha1.SyncedAnnotation, "150/150")
+	harness.StartController(t)
+	harness.WaitForReplicas(t, src, "killed", 60*time.Second, targets...)
+	harness.WaitForAnnotation(t, src, "killed", v1alpha1.SyncedAnnotation, "150/150")
 
 	// Kill during cleanup.
-	c = startController(t, "--kube-api-qps=50", "--kube-api-burst=10")
+	c = harness.StartController(t, "--kube-api-qps=50", "--kube-api-burst=10")
 	time.Sleep(2 * time.Second)
-	must(t, k8s.Delete(ctx, cm))
+	must(t, harness.K8s.Delete(ctx, cm))
 	eventually(t, 60*time.Second, "cleanup under way", func() error {
-		if n := len(replicasOf(t, src, "killed")); n > len(targets)-10 {
+		if n := len(harness.ReplicasOf(t, src, "killed")); n > len(targets)-10 {
 			return fmt.Errorf("%d replicas left", n)
 		}
 		return nil
 	})
 	c.Kill()
-	startController(t)
-	waitForReplicas(t, src, "killed", 60*time.Second)
+	harness.StartController(t)
+	harness.WaitForReplicas(t, src, "killed", 60*time.Second)
 }
 
 // Two processes with leader election: only the leader writes; when it dies, the other
 // takes over within the lease time.
 func TestLeaderElection(t *testing.T) {
-	skipOnExistingCluster(t)
+	harness.SkipOnExistingCluster(t)
 	ctx := context.Background()
-	first := startController(t, "--leader-elect=true")
-	second := startController(t, "--leader-elect=true")
-	src, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+	first := harness.StartController(t, "--leader-elect=true")
+	second := harness.StartController(t, "--leader-elect=true")
+	src, dst := harness.NewNamespace(t, "src", nil), harness.NewNamespace(t, "dst", nil)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "led",
 		Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: dst}},
 		Data: map[string]string{"v": "1"}}
-	must(t, k8s.Create(ctx, cm))
-	waitForReplicas(t, src, "led", 60*time.Second, dst)
+	must(t, harness.K8s.Create(ctx, cm))
+	harness.WaitForReplicas(t, src, "led", 60*time.Second, dst)
 
 	leader, follower := first, second
 	if reconciles(t, second) > 0 {
@@ -322,10 +324,10 @@ func TestLeaderElection(t *testing.T) {
 	}
 
 	leader.Kill()
-	must(t, k8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
+	must(t, harness.K8s.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"2"}}`))))
 	// The lease lasts 15s; the follower retries every 2s.
 	eventually(t, 30*time.Second, "the follower took over", func() error {
-		r, err := getConfigMap(dst, "led")
+		r, err := harness.GetConfigMap(dst, "led")
 		if err != nil {
 			return err
 		}
@@ -340,12 +342,12 @@ func TestLeaderElection(t *testing.T) {
 }
 
 // reconciles counts the process's reconciles of the source controller (-1: none yet).
-func reconciles(t *testing.T, c *controller) float64 {
+func reconciles(t *testing.T, c *harness.Controller) float64 {
 	return c.Metric(t, `controller_runtime_reconcile_total{controller="source"`)
 }
 
 // writes counts the process's create, patch, update and delete requests.
-func writes(t *testing.T, c *controller) float64 {
+func writes(t *testing.T, c *harness.Controller) float64 {
 	var total float64
 	for _, method := range []string{"POST", "PATCH", "PUT", "DELETE"} {
 		for _, line := range strings.Split(c.Metrics(t), "\n") {
@@ -365,17 +367,17 @@ func writes(t *testing.T, c *controller) float64 {
 // a deleted one finishes deleting.
 func TestControlPlaneRunsTheClusterControllers(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t, "real", nil)
+	ns := harness.NewNamespace(t, "real", nil)
 	eventually(t, 30*time.Second, "default ServiceAccount and kube-root-ca.crt in "+ns, func() error {
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{}); err != nil {
+		if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, &corev1.ServiceAccount{}); err != nil {
 			return err
 		}
-		_, err := getConfigMap(ns, "kube-root-ca.crt")
+		_, err := harness.GetConfigMap(ns, "kube-root-ca.crt")
 		return err
 	})
-	must(t, k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	must(t, harness.K8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	eventually(t, 60*time.Second, "namespace "+ns+" deleted", func() error {
-		if err := k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		if err := harness.K8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there (%v)", err)
 		}
 		return nil
@@ -465,7 +467,7 @@ func sameOutput(want, got string) error {
 // buildKubectl builds kubectl (hack/kubectl) into the suite's directory, once.
 func buildKubectl(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(workDir, "bin", "kubectl")
+	path := filepath.Join(harness.WorkDir, "bin", "kubectl")
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}

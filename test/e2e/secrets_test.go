@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmsync/cmsync/test/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -29,13 +31,35 @@ import (
 // narrowing and its deletion, so every Secret verb the chart grants is used (the
 // least-privilege audit checks that at the end of the suite).
 func TestSecretsNeverLeakAValue(t *testing.T) {
-	c := startController(t, "--secrets=enabled", "--zap-log-level=10")
-	c.local(t)
+	c := harness.StartController(t, "--secrets=enabled", "--zap-log-level=10")
+	c.Local(t)
 	ctx := context.Background()
-	src, a, b, taken := newNamespace(t, "vault", nil), newNamespace(t, "leak", nil), newNamespace(t, "leak", nil), newNamespace(t, "leak", nil)
+	src, a, b, taken := harness.NewNamespace(
+		t,
+		"vault",
+		nil,
+	), harness.NewNamespace(
+		t,
+		"leak",
+		nil,
+	), harness.NewNamespace(
+		t,
+		"leak",
+		nil,
+	), harness.NewNamespace(
+		t,
+		"leak",
+		nil,
+	)
 	planted := "planted-" + randomSuffix() + randomSuffix()
 	renewed := "renewed-" + randomSuffix() + randomSuffix()
-	must(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: "db"}, StringData: map[string]string{"password": "theirs"}}))
+	must(
+		t,
+		harness.K8s.Create(
+			ctx,
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: "db"}, StringData: map[string]string{"password": "theirs"}},
+		),
+	)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: src, Name: "db",
@@ -45,12 +69,12 @@ func TestSecretsNeverLeakAValue(t *testing.T) {
 		Type:       corev1.SecretTypeOpaque,
 		StringData: map[string]string{"password": planted, "user": "app"},
 	}
-	must(t, k8s.Create(ctx, secret))
+	must(t, harness.K8s.Create(ctx, secret))
 	waitForSecretValue(t, "db", "password", planted, a, b)
 	waitForSecretAnnotation(t, src, "db", v1alpha1.SyncedAnnotation, "2/3")
 
 	// A renewal reaches every replica.
-	must(t, k8s.Patch(ctx, secret, client.RawPatch(types.MergePatchType, []byte(`{"stringData":{"password":"`+renewed+`"}}`))))
+	must(t, harness.K8s.Patch(ctx, secret, client.RawPatch(types.MergePatchType, []byte(`{"stringData":{"password":"`+renewed+`"}}`))))
 	waitForSecretValue(t, "db", "password", renewed, a, b)
 	status := waitForSecretAnnotation(t, src, "db", v1alpha1.StatusAnnotation, v1alpha1.StatusDegraded)
 	if metric := c.Metric(t, `cmsync_replicas{kind="Secret",state="conflict"}`); metric != 1 {
@@ -59,15 +83,15 @@ func TestSecretsNeverLeakAValue(t *testing.T) {
 	metrics := c.Metrics(t)
 
 	// Narrowing deletes a replica; deleting the source deletes the rest.
-	must(t, k8s.Patch(ctx, secret, client.RawPatch(types.MergePatchType,
+	must(t, harness.K8s.Patch(ctx, secret, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"cmsync.io/target-namespaces":"`+a+`"}}}`))))
 	waitForSecretGone(t, b, "db")
-	must(t, k8s.Delete(ctx, secret))
+	must(t, harness.K8s.Delete(ctx, secret))
 	waitForSecretGone(t, a, "db")
 
 	var events eventsv1.EventList
-	must(t, k8s.List(ctx, &events))
-	logText, err := os.ReadFile(c.log)
+	must(t, harness.K8s.List(ctx, &events))
+	logText, err := os.ReadFile(c.LogPath)
 	must(t, err)
 	if !strings.Contains(string(logText), `"level":"debug"`) {
 		t.Errorf("the log has no debug line: the search below would prove little")
@@ -89,7 +113,7 @@ func TestSecretsNeverLeakAValue(t *testing.T) {
 		t.Errorf("no conflict Event on the source: %q", places["the Events of the source"])
 	}
 	theirs := &corev1.Secret{}
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: taken, Name: "db"}, theirs))
+	must(t, harness.K8s.Get(ctx, client.ObjectKey{Namespace: taken, Name: "db"}, theirs))
 	if string(theirs.Data["password"]) != "theirs" {
 		t.Errorf("the unmanaged Secret in %s was changed", taken)
 	}
@@ -110,7 +134,7 @@ func waitForSecretValue(t *testing.T, name, key, value string, namespaces ...str
 	eventually(t, 30*time.Second, "Secret "+name+" replicas hold the value", func() error {
 		for _, ns := range namespaces {
 			s := &corev1.Secret{}
-			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+			if err := harness.K8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
 				return err
 			}
 			if string(s.Data[key]) != value {
@@ -125,7 +149,7 @@ func waitForSecretAnnotation(t *testing.T, namespace, name, key, value string) *
 	t.Helper()
 	s := &corev1.Secret{}
 	eventually(t, 30*time.Second, "Secret "+namespace+"/"+name+" annotation "+key, func() error {
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+		if err := harness.K8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
 			return err
 		}
 		if got := s.Annotations[key]; got != value {
@@ -139,7 +163,7 @@ func waitForSecretAnnotation(t *testing.T, namespace, name, key, value string) *
 func waitForSecretGone(t *testing.T, namespace, name string) {
 	t.Helper()
 	eventually(t, 30*time.Second, "Secret "+namespace+"/"+name+" deleted", func() error {
-		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})
+		err := harness.K8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there (%v)", err)
 		}
@@ -152,7 +176,7 @@ func waitForSecretGone(t *testing.T, namespace, name string) {
 // told apart in the audit log from the Secret scenarios' identity.
 const (
 	plainServiceAccount = "cmsync-plain"
-	plainUser           = "system:serviceaccount:" + releaseNamespace + ":" + plainServiceAccount
+	plainUser           = "system:serviceaccount:" + harness.ReleaseNamespace + ":" + plainServiceAccount
 )
 
 // createPlainIdentity creates plainServiceAccount and binds it to the rules of the
@@ -164,16 +188,16 @@ func createPlainIdentity() error {
 	}
 	ctx := context.Background()
 	objs := []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: plainServiceAccount}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: harness.ReleaseNamespace, Name: plainServiceAccount}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: plainServiceAccount}, Rules: rules},
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: plainServiceAccount},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: plainServiceAccount},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: releaseNamespace, Name: plainServiceAccount}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: harness.ReleaseNamespace, Name: plainServiceAccount}},
 		},
 	}
 	for _, obj := range objs {
-		if err := k8s.Create(ctx, obj); err != nil {
+		if err := harness.K8s.Create(ctx, obj); err != nil {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
@@ -183,7 +207,7 @@ func createPlainIdentity() error {
 // defaultChartClusterRoleRules renders the chart with its default values and returns
 // the rules of its ClusterRole.
 func defaultChartClusterRoleRules() ([]rbacv1.PolicyRule, error) {
-	out, err := helm("template", "cmsync", "../../deploy/chart/cmsync", "--namespace", releaseNamespace, "--show-only", "templates/rbac.yaml")
+	out, err := harness.Helm("template", "cmsync", "../../deploy/chart/cmsync", "--namespace", harness.ReleaseNamespace, "--show-only", "templates/rbac.yaml")
 	if err != nil {
 		return nil, fmt.Errorf("helm template: %v\n%s", err, out)
 	}
@@ -207,27 +231,27 @@ func TestSecretsOffMakesNoSecretRequest(t *testing.T) {
 			t.Errorf("the default chart grants %v on secrets", rule.Verbs)
 		}
 	}
-	c := startController(t, "--kubeconfig="+plainKubeconfig)
-	c.local(t)
+	c := harness.StartController(t, "--kubeconfig="+plainKubeconfig)
+	c.Local(t)
 	ctx := context.Background()
-	src, dst := newNamespace(t, "plain", nil), newNamespace(t, "plain", nil)
+	src, dst := harness.NewNamespace(t, "plain", nil), harness.NewNamespace(t, "plain", nil)
 	targets := map[string]string{v1alpha1.TargetNamespacesAnnotation: dst}
 	labels := map[string]string{v1alpha1.ReplicateLabel: "true"}
 	// This identity is not the chart's ServiceAccount, so the chart's admission policy
 	// refuses its replica writes, as it should; this scenario is about RBAC and runs
 	// without the policy (the documented break-glass).
-	withoutProtection(t, func() {
-		must(t, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "s", Labels: labels, Annotations: targets},
+	harness.WithoutProtection(t, func() {
+		must(t, harness.K8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "s", Labels: labels, Annotations: targets},
 			StringData: map[string]string{"k": "v"}}))
-		must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "c", Labels: labels, Annotations: targets},
+		must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "c", Labels: labels, Annotations: targets},
 			Data: map[string]string{"k": "v"}}))
-		waitForReplicas(t, src, "c", 30*time.Second, dst)
+		harness.WaitForReplicas(t, src, "c", 30*time.Second, dst)
 		time.Sleep(2 * time.Second) // a request about the Secret would come with the same pass
 		c.Stop()
 	})
 
 	var about []string
-	must(t, eachAuditRecord(func(r auditRecord) {
+	must(t, harness.EachAuditRecord(func(r harness.AuditRecord) {
 		if r.User.Username != plainUser || r.ObjectRef == nil {
 			return
 		}
@@ -241,7 +265,7 @@ func TestSecretsOffMakesNoSecretRequest(t *testing.T) {
 	if len(about) > 0 {
 		t.Errorf("with Secrets off, cmsync made these requests: %v", about)
 	}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: dst, Name: "s"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+	if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: dst, Name: "s"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a Secret was replicated with Secrets off: %v", err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmsync/cmsync/test/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +24,7 @@ import (
 func waitForShapedReplicas(t *testing.T, source, name string, timeout time.Duration, want ...string) {
 	t.Helper()
 	eventually(t, timeout, "replicas "+name+" of "+source, func() error {
-		if got := replicasNamed(t, source, name); !sameSet(got, want) {
+		if got := harness.ReplicasNamed(t, source, name); !sameSet(got, want) {
 			return fmt.Errorf("in %v, want %v", got, want)
 		}
 		return nil
@@ -33,7 +35,7 @@ func waitForData(t *testing.T, name string, data map[string]string, namespaces .
 	t.Helper()
 	eventually(t, 30*time.Second, "data of "+name, func() error {
 		for _, ns := range namespaces {
-			cm, err := getConfigMap(ns, name)
+			cm, err := harness.GetConfigMap(ns, name)
 			if err != nil {
 				return err
 			}
@@ -50,19 +52,19 @@ func waitForData(t *testing.T, name string, data map[string]string, namespaces .
 // ConfigMap of twenty settings reaches a namespace with the two it needs. Then a
 // rename while cmsync is stopped is carried out when it starts again.
 func TestShapedCopies(t *testing.T) {
-	c := startController(t)
+	c := harness.StartController(t)
 	ctx := context.Background()
-	platform, a, b := newNamespace(t, "platform", nil), newNamespace(t, "shape", nil), newNamespace(t, "shape", nil)
-	deleteSourcesAtEnd(t, []string{platform})
+	platform, a, b := harness.NewNamespace(t, "platform", nil), harness.NewNamespace(t, "shape", nil), harness.NewNamespace(t, "shape", nil)
+	harness.DeleteSourcesAtEnd(t, []string{platform})
 	theirs := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "ca-bundle"}, Data: map[string]string{"ca.crt": "the team's own"}}
-	must(t, k8s.Create(ctx, theirs))
+	must(t, harness.K8s.Create(ctx, theirs))
 
 	bundle := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: "ca-bundle", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: a + "," + b, v1alpha1.TargetNameAnnotation: "platform-ca"}},
 		Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----..."},
 	}
-	must(t, k8s.Create(ctx, bundle))
+	must(t, harness.K8s.Create(ctx, bundle))
 	settings := map[string]string{}
 	for i := range 18 {
 		settings[fmt.Sprintf("setting-%02d", i)] = "x"
@@ -73,26 +75,26 @@ func TestShapedCopies(t *testing.T) {
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: b, v1alpha1.KeysAnnotation: "log-level,feature-x"}},
 		Data: settings,
 	}
-	must(t, k8s.Create(ctx, app))
+	must(t, harness.K8s.Create(ctx, app))
 
 	waitForShapedReplicas(t, platform+"/ca-bundle", "platform-ca", 30*time.Second, a, b)
 	waitForData(t, "platform-ca", bundle.Data, a, b)
-	waitForAnnotation(t, platform, "ca-bundle", v1alpha1.SyncedAnnotation, "2/2")
+	harness.WaitForAnnotation(t, platform, "ca-bundle", v1alpha1.SyncedAnnotation, "2/2")
 	waitForData(t, "app-settings", map[string]string{"log-level": "debug", "feature-x": "on"}, b)
-	waitForAnnotation(t, platform, "app-settings", v1alpha1.SyncedAnnotation, "1/1")
-	if got, err := getConfigMap(a, "ca-bundle"); err != nil || got.ResourceVersion != theirs.ResourceVersion {
+	harness.WaitForAnnotation(t, platform, "app-settings", v1alpha1.SyncedAnnotation, "1/1")
+	if got, err := harness.GetConfigMap(a, "ca-bundle"); err != nil || got.ResourceVersion != theirs.ResourceVersion {
 		t.Errorf("the team's own ca-bundle changed: %v", err)
 	}
 
-	c.local(t)
+	c.Local(t)
 	c.Stop()
-	must(t, k8s.Patch(ctx, bundle, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/target-name":"shared-ca"}}}`))))
-	must(t, k8s.Patch(ctx, app, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/keys":"log-*"}}}`))))
-	startController(t)
+	must(t, harness.K8s.Patch(ctx, bundle, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/target-name":"shared-ca"}}}`))))
+	must(t, harness.K8s.Patch(ctx, app, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/keys":"log-*"}}}`))))
+	harness.StartController(t)
 	waitForShapedReplicas(t, platform+"/ca-bundle", "shared-ca", 30*time.Second, a, b)
 	waitForShapedReplicas(t, platform+"/ca-bundle", "platform-ca", 30*time.Second)
 	waitForData(t, "app-settings", map[string]string{"log-level": "debug"}, b)
-	if got, err := getConfigMap(a, "ca-bundle"); err != nil || got.ResourceVersion != theirs.ResourceVersion {
+	if got, err := harness.GetConfigMap(a, "ca-bundle"); err != nil || got.ResourceVersion != theirs.ResourceVersion {
 		t.Errorf("the team's own ca-bundle changed: %v", err)
 	}
 }
@@ -100,26 +102,26 @@ func TestShapedCopies(t *testing.T) {
 // A malformed target-name through the public interface: Invalid, a Warning Event, and
 // the replicas untouched.
 func TestInvalidTargetName(t *testing.T) {
-	startController(t)
+	harness.StartController(t)
 	ctx := context.Background()
-	platform, a := newNamespace(t, "platform", nil), newNamespace(t, "shape", nil)
-	deleteSourcesAtEnd(t, []string{platform})
+	platform, a := harness.NewNamespace(t, "platform", nil), harness.NewNamespace(t, "shape", nil)
+	harness.DeleteSourcesAtEnd(t, []string{platform})
 	src := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: a}},
 		Data: map[string]string{"k": "v"},
 	}
-	must(t, k8s.Create(ctx, src))
-	waitForAnnotation(t, platform, "app", v1alpha1.SyncedAnnotation, "1/1")
-	replica, err := getConfigMap(a, "app")
+	must(t, harness.K8s.Create(ctx, src))
+	harness.WaitForAnnotation(t, platform, "app", v1alpha1.SyncedAnnotation, "1/1")
+	replica, err := harness.GetConfigMap(a, "app")
 	must(t, err)
-	must(t, k8s.Patch(ctx, src, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/target-name":"App_Settings"}}}`))))
-	got := waitForAnnotation(t, platform, "app", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
+	must(t, harness.K8s.Patch(ctx, src, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/target-name":"App_Settings"}}}`))))
+	got := harness.WaitForAnnotation(t, platform, "app", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
 	if msg := got.Annotations[v1alpha1.MessageAnnotation]; !strings.HasPrefix(msg, `invalid target-name "App_Settings": not a valid name`) {
 		t.Errorf("message %q", msg)
 	}
 	consistently(t, 3*time.Second, "replica untouched", func() error {
-		now, err := getConfigMap(a, "app")
+		now, err := harness.GetConfigMap(a, "app")
 		if err != nil || now.ResourceVersion != replica.ResourceVersion {
 			return fmt.Errorf("replica changed or gone: %v", err)
 		}
@@ -130,12 +132,12 @@ func TestInvalidTargetName(t *testing.T) {
 // A kubernetes.io/tls Secret given to the teams as its CA only: an Opaque replica
 // holding ca.crt, and the private key in no replica.
 func TestSecretCopiedAsItsCA(t *testing.T) {
-	startController(t, "--secrets=enabled")
+	harness.StartController(t, "--secrets=enabled")
 	ctx := context.Background()
-	platform, a := newNamespace(t, "platform", nil), newNamespace(t, "shape", nil)
-	deleteSourcesAtEnd(t, []string{platform})
+	platform, a := harness.NewNamespace(t, "platform", nil), harness.NewNamespace(t, "shape", nil)
+	harness.DeleteSourcesAtEnd(t, []string{platform})
 	key := "KEY-" + randomSuffix()
-	must(t, k8s.Create(ctx, &corev1.Secret{
+	must(t, harness.K8s.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: platform,
 			Name:      "ingress-tls",
@@ -154,11 +156,11 @@ func TestSecretCopiedAsItsCA(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 	replica := &corev1.Secret{}
-	must(t, k8s.Get(ctx, client.ObjectKey{Namespace: a, Name: "platform-ca"}, replica))
+	must(t, harness.K8s.Get(ctx, client.ObjectKey{Namespace: a, Name: "platform-ca"}, replica))
 	if replica.Type != corev1.SecretTypeOpaque || len(replica.Data) != 1 || string(replica.Data["ca.crt"]) != "CA" {
 		t.Errorf("replica of type %s with %d keys", replica.Type, len(replica.Data))
 	}
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: a, Name: "ingress-tls"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+	if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: a, Name: "ingress-tls"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a replica under the source's name: %v", err)
 	}
 }
@@ -167,10 +169,10 @@ func TestSecretCopiedAsItsCA(t *testing.T) {
 // ConfigMapSync deletes them, through cmsync's finalizer and, with cmsync stopped,
 // through the garbage collector.
 func TestConfigMapSyncShapedRoundTrip(t *testing.T) {
-	c := startController(t)
+	c := harness.StartController(t)
 	ctx := context.Background()
-	src, a := newNamespace(t, "src", nil), newNamespace(t, "shape", nil)
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "settings"},
+	src, a := harness.NewNamespace(t, "src", nil), harness.NewNamespace(t, "shape", nil)
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "settings"},
 		Data: map[string]string{"log-level": "debug", "db-url": "postgres://db"}}))
 	spec := v1alpha1.ConfigMapSyncSpec{
 		SourceNamespace:      src,
@@ -180,25 +182,25 @@ func TestConfigMapSyncShapedRoundTrip(t *testing.T) {
 		Keys:                 []string{"log-*"},
 	}
 	first := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "shape-" + randomSuffix()}, Spec: spec}
-	must(t, k8s.Create(ctx, first))
+	must(t, harness.K8s.Create(ctx, first))
 	waitForData(t, "app-settings", map[string]string{"log-level": "debug"}, a)
-	must(t, k8s.Delete(ctx, first))
+	must(t, harness.K8s.Delete(ctx, first))
 	waitForShapedReplicas(t, src+"/settings", "app-settings", 30*time.Second)
 
 	second := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "shape-gc-" + randomSuffix()}, Spec: spec}
-	deleteSourcesAtEnd(t, nil, second.Name)
-	must(t, k8s.Create(ctx, second))
+	harness.DeleteSourcesAtEnd(t, nil, second.Name)
+	must(t, harness.K8s.Create(ctx, second))
 	waitForData(t, "app-settings", map[string]string{"log-level": "debug"}, a)
 	eventually(t, 10*time.Second, "finalizer set", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(second), second))
+		must(t, harness.K8s.Get(ctx, client.ObjectKeyFromObject(second), second))
 		if len(second.Finalizers) == 0 {
 			return fmt.Errorf("no finalizer yet")
 		}
 		return nil
 	})
-	c.local(t)
+	c.Local(t)
 	c.Stop()
-	must(t, k8s.Patch(ctx, second, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
-	must(t, k8s.Delete(ctx, second))
+	must(t, harness.K8s.Patch(ctx, second, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))))
+	must(t, harness.K8s.Delete(ctx, second))
 	waitForShapedReplicas(t, src+"/settings", "app-settings", 60*time.Second) // the garbage collector's work
 }

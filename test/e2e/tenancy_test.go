@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cmsync/cmsync/test/harness"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,15 +36,15 @@ const tenantLabel = "capsule.clastix.io/tenant"
 // after the restart; a source's namespace moved to another tenant takes its replicas
 // along.
 func TestTenantBoundary(t *testing.T) {
-	c := startController(t, "--tenant-label="+tenantLabel)
+	c := harness.StartController(t, "--tenant-label="+tenantLabel)
 	ctx := context.Background()
 	suffix := randomSuffix()
 	prefix, tenantA, tenantB := "ten"+suffix, "a"+suffix, "b"+suffix
 	inTenant := func(tenant string) map[string]string { return map[string]string{tenantLabel: tenant} }
-	a1, a2 := newNamespace(t, prefix, inTenant(tenantA)), newNamespace(t, prefix, inTenant(tenantA))
-	b1, b2 := newNamespace(t, prefix, inTenant(tenantB)), newNamespace(t, prefix, inTenant(tenantB))
-	platform := newNamespace(t, prefix, nil)
-	deleteSourcesAtEnd(t, []string{a1, platform})
+	a1, a2 := harness.NewNamespace(t, prefix, inTenant(tenantA)), harness.NewNamespace(t, prefix, inTenant(tenantA))
+	b1, b2 := harness.NewNamespace(t, prefix, inTenant(tenantB)), harness.NewNamespace(t, prefix, inTenant(tenantB))
+	platform := harness.NewNamespace(t, prefix, nil)
+	harness.DeleteSourcesAtEnd(t, []string{a1, platform})
 	tenant := editorIn(t, a1)
 
 	// The tenant asks for every namespace of the cluster.
@@ -51,8 +53,8 @@ func TestTenantBoundary(t *testing.T) {
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: prefix + "-*"}},
 		Data: map[string]string{"v": "1"},
 	}))
-	waitForReplicas(t, a1, "app", 30*time.Second, a2)
-	src := waitForAnnotation(t, a1, "app", v1alpha1.SyncedAnnotation, "1/1")
+	harness.WaitForReplicas(t, a1, "app", 30*time.Second, a2)
+	src := harness.WaitForAnnotation(t, a1, "app", v1alpha1.SyncedAnnotation, "1/1")
 	if msg := src.Annotations[v1alpha1.MessageAnnotation]; !strings.HasSuffix(
 		msg,
 		fmt.Sprintf(
@@ -67,31 +69,31 @@ func TestTenantBoundary(t *testing.T) {
 	explainBoundary(t, a1, prefix, tenantA, tenantB, a2, b1, b2, platform)
 
 	// The platform's source reaches every tenant.
-	must(t, k8s.Create(ctx, &corev1.ConfigMap{
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: "ca", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: prefix + "-*"}},
 		Data: map[string]string{"ca.crt": "platform"},
 	}))
-	waitForReplicas(t, platform, "ca", 30*time.Second, a1, a2, b1, b2)
+	harness.WaitForReplicas(t, platform, "ca", 30*time.Second, a1, a2, b1, b2)
 
 	// b1 accepts a1: exactly a1's source comes in; without the annotation it goes.
 	acceptFrom(t, b1, a1)
-	waitForReplicas(t, a1, "app", 30*time.Second, a2, b1)
-	waitForAnnotation(t, a1, "app", v1alpha1.SyncedAnnotation, "2/2")
+	harness.WaitForReplicas(t, a1, "app", 30*time.Second, a2, b1)
+	harness.WaitForAnnotation(t, a1, "app", v1alpha1.SyncedAnnotation, "2/2")
 	acceptFrom(t, b2, "x-*,"+platform)
 	consistently(t, 3*time.Second, "no replica in a namespace accepting others", func() error {
-		if got := replicasOf(t, a1, "app"); !sameSet(got, []string{a2, b1}) {
+		if got := harness.ReplicasOf(t, a1, "app"); !sameSet(got, []string{a2, b1}) {
 			return fmt.Errorf("replicas in %v", got)
 		}
 		return nil
 	})
 	acceptFrom(t, b1, "")
-	waitForReplicas(t, a1, "app", 30*time.Second, a2)
+	harness.WaitForReplicas(t, a1, "app", 30*time.Second, a2)
 
 	// A malformed accept-from accepts nothing, and both the source and the log say so.
 	acceptFrom(t, b2, a1+",[x")
 	eventually(t, 30*time.Second, "the message names the malformed accept-from", func() error {
-		cm, err := getConfigMap(a1, "app")
+		cm, err := harness.GetConfigMap(a1, "app")
 		if err != nil {
 			return err
 		}
@@ -100,11 +102,11 @@ func TestTenantBoundary(t *testing.T) {
 		}
 		return nil
 	})
-	if got := replicasOf(t, a1, "app"); !sameSet(got, []string{a2}) {
+	if got := harness.ReplicasOf(t, a1, "app"); !sameSet(got, []string{a2}) {
 		t.Errorf("replicas in %v, want only %s", got, a2)
 	}
 	eventually(t, 10*time.Second, "the log names the namespace and the error", func() error {
-		logged, err := os.ReadFile(c.log)
+		logged, err := os.ReadFile(c.LogPath)
 		if err != nil {
 			return err
 		}
@@ -121,14 +123,14 @@ func TestTenantBoundary(t *testing.T) {
 	c.Stop()
 	relabel(t, b2, tenantLabel, tenantA)
 	relabel(t, a2, tenantLabel, tenantB)
-	c = startController(t, "--tenant-label="+tenantLabel)
-	waitForReplicas(t, a1, "app", 60*time.Second, b2)
+	c = harness.StartController(t, "--tenant-label="+tenantLabel)
+	harness.WaitForReplicas(t, a1, "app", 60*time.Second, b2)
 
 	// The source's own namespace moves to tenant B: it now reaches a2 and b1.
 	relabel(t, a1, tenantLabel, tenantB)
-	waitForReplicas(t, a1, "app", 30*time.Second, a2, b1)
+	harness.WaitForReplicas(t, a1, "app", 30*time.Second, a2, b1)
 	// The platform's source never moved.
-	if got := replicasOf(t, platform, "ca"); !sameSet(got, []string{a1, a2, b1, b2}) {
+	if got := harness.ReplicasOf(t, platform, "ca"); !sameSet(got, []string{a1, a2, b1, b2}) {
 		t.Errorf("the platform's replicas moved: %v", got)
 	}
 }
@@ -136,20 +138,20 @@ func TestTenantBoundary(t *testing.T) {
 // Without --tenant-label, accept-from changes nothing: every matched namespace gets its
 // replica, whatever its labels say.
 func TestNoTenantLabelNoBoundary(t *testing.T) {
-	startController(t)
+	harness.StartController(t)
 	ctx := context.Background()
 	suffix := randomSuffix()
 	prefix := "nten" + suffix
-	a := newNamespace(t, prefix, map[string]string{tenantLabel: "a" + suffix})
-	b := newNamespace(t, prefix, map[string]string{tenantLabel: "b" + suffix})
+	a := harness.NewNamespace(t, prefix, map[string]string{tenantLabel: "a" + suffix})
+	b := harness.NewNamespace(t, prefix, map[string]string{tenantLabel: "b" + suffix})
 	acceptFrom(t, b, "nobody")
-	deleteSourcesAtEnd(t, []string{a})
+	harness.DeleteSourcesAtEnd(t, []string{a})
 	must(t, editorIn(t, a).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
 			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: prefix + "-*"}},
 	}))
-	waitForReplicas(t, a, "app", 30*time.Second, b)
-	src := waitForAnnotation(t, a, "app", v1alpha1.SyncedAnnotation, "1/1")
+	harness.WaitForReplicas(t, a, "app", 30*time.Second, b)
+	src := harness.WaitForAnnotation(t, a, "app", v1alpha1.SyncedAnnotation, "1/1")
 	if msg := src.Annotations[v1alpha1.MessageAnnotation]; msg != "in sync in 1 namespace" {
 		t.Errorf("message %q", msg)
 	}
@@ -161,17 +163,17 @@ func TestNoTenantLabelNoBoundary(t *testing.T) {
 // own CA, published by kube-controller-manager, untouched. The same for a source that
 // is itself named like a reserved name, and for a ConfigMapSync.
 func TestReservedNamesAreNeverWritten(t *testing.T) {
-	startController(t, "--reserved-names=istio-ca-root-cert")
+	harness.StartController(t, "--reserved-names=istio-ca-root-cert")
 	ctx := context.Background()
 	prefix := "rca" + randomSuffix()
-	src := newNamespace(t, prefix+"-src", nil)
-	deleteSourcesAtEnd(t, []string{src})
+	src := harness.NewNamespace(t, prefix+"-src", nil)
+	harness.DeleteSourcesAtEnd(t, []string{src})
 	cfg := editorConfigIn(t, src)
-	tenant, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
+	tenant, err := client.New(cfg, client.Options{Scheme: harness.K8s.Scheme()})
 	must(t, err)
 	warnings := &warningCollector{}
 	cfg.WarningHandler = warnings
-	warned, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
+	warned, err := client.New(cfg, client.Options{Scheme: harness.K8s.Scheme()})
 	must(t, err)
 
 	forged := &corev1.ConfigMap{
@@ -190,7 +192,7 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 	if got := warnings.take(); !strings.Contains(got, "the replicas would be named kube-root-ca.crt, a reserved name") {
 		t.Errorf("no warning at write time: %q", got)
 	}
-	invalid := waitForAnnotation(t, src, "forged-ca", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
+	invalid := harness.WaitForAnnotation(t, src, "forged-ca", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
 	if msg := invalid.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "kube-root-ca.crt, a reserved name") {
 		t.Errorf("message %q does not name the reserved name", msg)
 	}
@@ -199,7 +201,7 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 	clusterCA := rootCAOf(t, "default")
 	created := make([]string, 0, 4)
 	for range 4 {
-		created = append(created, newNamespace(t, prefix+"-new", nil))
+		created = append(created, harness.NewNamespace(t, prefix+"-new", nil))
 	}
 	for _, ns := range created {
 		eventually(t, 60*time.Second, "the cluster's CA published in "+ns, func() error {
@@ -232,7 +234,7 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 		v1alpha1.RootCAConfigMapName: v1alpha1.RootCAConfigMapName, "istio-ca-root-cert": "istio-ca-root-cert", "mesh": "istio-ca-root-cert",
 	}
 	for name, reserved := range reservedOf {
-		cm := waitForAnnotation(t, src, name, v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
+		cm := harness.WaitForAnnotation(t, src, name, v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
 		if msg := cm.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, reserved+", a reserved name") {
 			t.Errorf("%s: message %q does not name %s", name, msg, reserved)
 		}
@@ -241,7 +243,7 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 		if err := holdsClusterCA(ns, clusterCA); err != nil {
 			t.Error(err)
 		}
-		if _, err := getConfigMap(ns, "istio-ca-root-cert"); !apierrors.IsNotFound(err) {
+		if _, err := harness.GetConfigMap(ns, "istio-ca-root-cert"); !apierrors.IsNotFound(err) {
 			t.Errorf("%s: istio-ca-root-cert written: %v", ns, err)
 		}
 	}
@@ -250,10 +252,10 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 	sync := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "rca-" + randomSuffix()},
 		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "forged-ca", DestinationNamespaces: []string{prefix + "-new-*"},
 			TargetName: v1alpha1.RootCAConfigMapName}}
-	must(t, k8s.Create(ctx, sync))
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), sync) })
+	must(t, harness.K8s.Create(ctx, sync))
+	t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), sync) })
 	eventually(t, 30*time.Second, "the ConfigMapSync Invalid", func() error {
-		must(t, k8s.Get(ctx, client.ObjectKeyFromObject(sync), sync))
+		must(t, harness.K8s.Get(ctx, client.ObjectKeyFromObject(sync), sync))
 		ready := meta.FindStatusCondition(sync.Status.Conditions, v1alpha1.ConditionReady)
 		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason != v1alpha1.ReasonInvalid ||
 			!strings.Contains(ready.Message, "kube-root-ca.crt, a reserved name") {
@@ -309,7 +311,7 @@ func rootCAOf(t *testing.T, namespace string) string {
 	t.Helper()
 	var ca string
 	eventually(t, 60*time.Second, "kube-root-ca.crt in "+namespace, func() error {
-		cm, err := getConfigMap(namespace, v1alpha1.RootCAConfigMapName)
+		cm, err := harness.GetConfigMap(namespace, v1alpha1.RootCAConfigMapName)
 		if err != nil {
 			return err
 		}
@@ -322,7 +324,7 @@ func rootCAOf(t *testing.T, namespace string) string {
 // holdsClusterCA checks that namespace's kube-root-ca.crt is the cluster's and carries
 // no mark of cmsync.
 func holdsClusterCA(namespace, clusterCA string) error {
-	cm, err := getConfigMap(namespace, v1alpha1.RootCAConfigMapName)
+	cm, err := harness.GetConfigMap(namespace, v1alpha1.RootCAConfigMapName)
 	if err != nil {
 		return err
 	}
@@ -352,6 +354,13 @@ func relabel(t *testing.T, namespace, key, value string) {
 // (field) of a namespace.
 func patchNamespaceMetadata(t *testing.T, namespace, field, key, value string) {
 	t.Helper()
-	patch := mustJSON(map[string]any{"metadata": map[string]any{field: map[string]any{key: labelValue(value)}}})
-	must(t, k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, client.RawPatch(types.MergePatchType, patch)))
+	patch := harness.MustJSON(map[string]any{"metadata": map[string]any{field: map[string]any{key: harness.LabelValue(value)}}})
+	must(
+		t,
+		harness.K8s.Patch(
+			context.Background(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+			client.RawPatch(types.MergePatchType, patch),
+		),
+	)
 }

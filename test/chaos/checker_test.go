@@ -1,6 +1,6 @@
 //go:build e2e
 
-package e2e
+package chaos
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cmsync/cmsync/test/harness"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -119,7 +121,7 @@ func (w *mcWorld) applyToModel(op mcOp) {
 // CHAOS_FROM=i CHAOS_HISTORIES=1 replays history i alone. With CHAOS_OUT it writes its
 // figures there.
 func TestModelChecker(t *testing.T) {
-	skipOnExistingCluster(t)
+	harness.SkipOnExistingCluster(t)
 	seed, _ := strconv.ParseUint(envOr("CHAOS_SEED", "1"), 10, 64)
 	n, _ := strconv.Atoi(envOr("CHAOS_HISTORIES", "12"))
 	from, _ := strconv.Atoi(envOr("CHAOS_FROM", "0"))
@@ -140,7 +142,7 @@ func TestModelChecker(t *testing.T) {
 	// The figures of the histories played are kept even when the run stops early (a
 	// harness failure), so that a long run is not lost.
 	defer writeChaosFigures(t, &figures)
-	withoutProtection(t, func() {
+	harness.WithoutProtection(t, func() {
 		mc := newModelChecker(t, throttleFor, &figures)
 		defer mc.stopAll()
 		for i := from; i < from+n; i++ {
@@ -259,7 +261,7 @@ type mcProcess struct {
 	// link, with CHAOS_PARTITION=netns, is the network namespace the process runs in;
 	// a partition then drops its route instead of cutting the relay.
 	link *netnsLink
-	c    *controller
+	c    *harness.Controller
 }
 
 // partition cuts the process off from the API server, and heal joins it again.
@@ -284,10 +286,10 @@ func (p *mcProcess) heal(t *testing.T) {
 
 func newModelChecker(t *testing.T, throttleFor time.Duration, figures *chaosFigures) *modelChecker {
 	mc := &modelChecker{t: t, throttleFor: throttleFor, figures: figures}
-	standby, err := serviceAccountKubeconfig(standbyServiceAccount)
+	standby, err := harness.ServiceAccountKubeconfig(standbyServiceAccount)
 	must(t, err)
 	byRoute := partitionByRoute(t)
-	for i, p := range []struct{ user, kubeconfig string }{{cmsyncUser, cmsyncKubeconfig}, {standbyUser, standby}} {
+	for i, p := range []struct{ user, kubeconfig string }{{harness.CmsyncUser, harness.CmsyncKubeconfig}, {standbyUser, standby}} {
 		process := &mcProcess{user: p.user}
 		listen := "127.0.0.1"
 		if byRoute {
@@ -310,8 +312,8 @@ func (mc *modelChecker) start(p *mcProcess) {
 	// Two processes of one identity would leave one untracked, perhaps holding the
 	// lease. (A fault's ops once restarted the killed leader through converge, and the
 	// fault then started it a second time; faults now restart through restartExited.)
-	if p.c != nil && !p.c.hasExited() {
-		mc.t.Fatalf("harness error: %s started again while its process (pid %d) runs", p.user, p.c.cmd.Process.Pid)
+	if p.c != nil && !p.c.HasExited() {
+		mc.t.Fatalf("harness error: %s started again while its process (pid %d) runs", p.user, p.c.Pid())
 	}
 	exclude, sources := "kube-system,kube-public,kube-node-lease", "*"
 	if mc.excluded != "" {
@@ -324,20 +326,20 @@ func (mc *modelChecker) start(p *mcProcess) {
 		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
 		"--exclude-namespaces=" + exclude, "--source-namespaces=" + sources}
 	if p.link == nil {
-		p.c = startController(mc.t, args...)
+		p.c = harness.StartController(mc.t, args...)
 		return
 	}
 	metrics, health := p.link.endpoints()
-	p.c = launchController(mc.t, launch{netns: p.link.name, metricsAddr: metrics, healthAddr: health}, args...)
+	p.c = harness.LaunchController(mc.t, harness.Launch{Netns: p.link.name, MetricsAddr: metrics, HealthAddr: health}, args...)
 }
 
 func (mc *modelChecker) stopAll() {
 	for _, p := range mc.procs {
 		p.heal(mc.t)
-		if p.c.hasExited() {
+		if p.c.HasExited() {
 			continue
 		}
-		p.c.thaw(mc.t)
+		p.c.Thaw(mc.t)
 		p.c.Stop()
 	}
 }
@@ -347,7 +349,7 @@ func (mc *modelChecker) leader() *mcProcess {
 	var leader *mcProcess
 	eventually(mc.t, 60*time.Second, "a leader", func() error {
 		for _, p := range mc.procs {
-			if !p.c.hasExited() && leads(p.c) {
+			if !p.c.HasExited() && leads(p.c) {
 				leader = p
 				return nil
 			}
@@ -369,7 +371,7 @@ func (mc *modelChecker) other(p *mcProcess) *mcProcess {
 // renew deadline.
 func (mc *modelChecker) restartExited() {
 	for _, p := range mc.procs {
-		if p.c.hasExited() {
+		if p.c.HasExited() {
 			mc.start(p)
 		}
 	}
@@ -382,7 +384,7 @@ func (mc *modelChecker) run(h history, what string) ([]string, time.Duration) {
 	t.Logf("%s: fault %s, %d ops", what, h.Fault, len(h.Ops))
 	w := newWorld(t, &mc.excluded, &mc.sourcesBarred)
 	w.syncSource.exists, w.syncSource.value = true, "d0"
-	must(t, k8s.Create(context.Background(), w.sourceObject(w.syncSource)))
+	must(t, harness.K8s.Create(context.Background(), w.sourceObject(w.syncSource)))
 	var violations []string
 	ops := func(from, to int) {
 		for _, op := range h.Ops[from:to] {
@@ -451,11 +453,11 @@ func (mc *modelChecker) idle(w *mcWorld) []string {
 	deadline := time.Now().Add(settleFor)
 	var last []string
 	for time.Now().Before(deadline) {
-		tail := newAuditTail(mc.t)
+		tail := harness.NewAuditTail(mc.t)
 		time.Sleep(2 * time.Second)
 		last = nil
-		for _, e := range tail.next(mc.t) {
-			if isCmsync(e.User.Username) && e.isWrite() && e.ObjectRef != nil && !isLeaderElection(e) {
+		for _, e := range tail.Next(mc.t) {
+			if isCmsync(e.User.Username) && e.IsWrite() && e.ObjectRef != nil && !isLeaderElection(e) {
 				last = append(last, fmt.Sprintf("%s %s %s/%s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name))
 			}
 		}
@@ -466,16 +468,16 @@ func (mc *modelChecker) idle(w *mcWorld) []string {
 	}
 	mc.figures.IdleWrites += len(last)
 	return []string{fmt.Sprintf("still writing %s after matching the model: %d writes in the last 2 s: %s",
-		settleFor, len(last), strings.Join(truncateList(last), ", "))}
+		settleFor, len(last), strings.Join(harness.TruncateList(last), ", "))}
 }
 
 // settleFor bounds how long a converged cluster may take to go quiet.
 const settleFor = 20 * time.Second
 
 // isLeaderElection tells the Lease and the Events about it apart from cmsync's work.
-func isLeaderElection(e auditRecord) bool {
+func isLeaderElection(e harness.AuditRecord) bool {
 	return e.ObjectRef.Resource == "leases" ||
-		(e.ObjectRef.Resource == "events" && e.ObjectRef.Namespace == releaseNamespace && strings.HasPrefix(e.ObjectRef.Name, "cmsync.io."))
+		(e.ObjectRef.Resource == "events" && e.ObjectRef.Namespace == harness.ReleaseNamespace && strings.HasPrefix(e.ObjectRef.Name, "cmsync.io."))
 }
 
 // inject runs the ops (ops(0, half) then ops(half, all)) under the fault, and returns
@@ -499,14 +501,14 @@ func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all i
 		// takeover needs the other process running: one that exited is started first.
 		mc.restartExited()
 		leader := mc.leader()
-		tail := newAuditTail(t)
+		tail := harness.NewAuditTail(t)
 		ops(0, half)
-		leader.c.freeze(t)
+		leader.c.Freeze(t)
 		ops(half, all)
 		mc.waitForLeader(mc.other(leader))
 		taken := time.Now()
 		time.Sleep(2 * time.Second) // the new leader works
-		leader.c.thaw(t)
+		leader.c.Thaw(t)
 		v := mc.expectNoWritesFrom(leader, taken, tail)
 		mc.restartExited()
 		return v
@@ -515,7 +517,7 @@ func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all i
 		// users change things; the other takes over; no double writer after it heals.
 		mc.restartExited()
 		leader := mc.leader()
-		tail := newAuditTail(t)
+		tail := harness.NewAuditTail(t)
 		leader.partition(t)
 		ops(0, all)
 		mc.waitForLeader(mc.other(leader))
@@ -544,7 +546,7 @@ func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all i
 		}
 		ops(0, all)
 		restartKubeAPIServer(t)
-		tail := newAuditTail(t)
+		tail := harness.NewAuditTail(t)
 		for _, p := range mc.procs {
 			p.heal(t)
 		}
@@ -552,7 +554,7 @@ func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all i
 		mc.leader()
 		relists := 0
 		eventually(t, 60*time.Second, "cmsync lists again after its watches expired", func() error {
-			for _, e := range tail.next(t) {
+			for _, e := range tail.Next(t) {
 				if isCmsync(e.User.Username) && (e.Verb == "list" || strings.Contains(e.RequestURI, "sendInitialEvents=true")) {
 					relists++
 				}
@@ -603,29 +605,29 @@ func (mc *modelChecker) throttled(ops func(from, to int), all int) []string {
 		Labels:      map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue},
 		Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: stormNS + "-*"}},
 		Data: map[string]string{"v": "storm"}}
-	tail := newAuditTail(t)
+	tail := harness.NewAuditTail(t)
 	throttle(t)
-	must(t, k8s.Create(ctx, storm)) // a fan-out that one seat cannot carry
+	must(t, harness.K8s.Create(ctx, storm)) // a fan-out that one seat cannot carry
 	ops(0, all)
 	time.Sleep(mc.throttleFor)
 	unthrottle(t)
 	var out []string
-	if !waitUntilOK(90*time.Second, func() bool { return len(replicasOf(t, stormNS, storm.Name)) == len(stormTargets) }) {
+	if !waitUntilOK(90*time.Second, func() bool { return len(harness.ReplicasOf(t, stormNS, storm.Name)) == len(stormTargets) }) {
 		out = append(out, fmt.Sprintf("throttled: the storm's fan-out did not complete after the throttling ended: %d of %d replicas",
-			len(replicasOf(t, stormNS, storm.Name)), len(stormTargets)))
+			len(harness.ReplicasOf(t, stormNS, storm.Name)), len(stormTargets)))
 	}
-	must(t, k8s.Delete(ctx, storm))
-	if !waitUntilOK(90*time.Second, func() bool { return len(replicasOf(t, stormNS, storm.Name)) == 0 }) {
+	must(t, harness.K8s.Delete(ctx, storm))
+	if !waitUntilOK(90*time.Second, func() bool { return len(harness.ReplicasOf(t, stormNS, storm.Name)) == 0 }) {
 		out = append(out, "throttled: the storm's replicas stayed after its source was deleted")
 	}
 	perSecond := map[int64]int{}
 	rejected := 0
-	for _, e := range tail.next(t) {
-		if !isCmsync(e.User.Username) || !e.isWrite() {
+	for _, e := range tail.Next(t) {
+		if !isCmsync(e.User.Username) || !e.IsWrite() {
 			continue
 		}
 		perSecond[e.Received.Unix()]++
-		if e.code() == 429 {
+		if e.Code() == 429 {
 			rejected++
 		}
 	}
@@ -651,10 +653,10 @@ func (mc *modelChecker) throttled(ops func(from, to int), all int) []string {
 // stormNamespaces makes, once, the namespaces the throttled fault fans out to.
 func (mc *modelChecker) stormNamespaces() (string, []string) {
 	if mc.stormNS == "" {
-		mc.stormNS = newNamespace(mc.t, "mc-storm", nil)
+		mc.stormNS = harness.NewNamespace(mc.t, "mc-storm", nil)
 		for i := range stormSize {
 			mc.stormTargets = append(mc.stormTargets, mc.stormNS+"-"+strconv.Itoa(i))
-			must(mc.t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mc.stormTargets[i]}}))
+			must(mc.t, harness.K8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mc.stormTargets[i]}}))
 		}
 	}
 	return mc.stormNS, mc.stormTargets
@@ -665,7 +667,7 @@ const stormSize = 60
 
 // waitUntilOK polls ok until it holds or the timeout passes.
 func waitUntilOK(timeout time.Duration, ok func() bool) bool {
-	return waitUntil(timeout, func() error {
+	return harness.WaitUntil(timeout, func() error {
 		if !ok() {
 			return fmt.Errorf("not yet")
 		}
@@ -691,13 +693,13 @@ func (mc *modelChecker) waitForLeader(p *mcProcess) {
 // leader's identity received after taken — when the test saw the other process lead,
 // so after the lease changed hands — for long enough that the old leader's in-flight
 // work has been tried: it must have stepped down (exited) without one.
-func (mc *modelChecker) expectNoWritesFrom(old *mcProcess, taken time.Time, tail *auditTail) []string {
+func (mc *modelChecker) expectNoWritesFrom(old *mcProcess, taken time.Time, tail *harness.AuditTail) []string {
 	t := mc.t
 	deadline := time.Now().Add(15 * time.Second)
 	var stale []string
 	for {
-		for _, e := range tail.next(t) {
-			if e.User.Username != old.user || !e.isWrite() || !e.Received.After(taken) {
+		for _, e := range tail.Next(t) {
+			if e.User.Username != old.user || !e.IsWrite() || !e.Received.After(taken) {
 				continue
 			}
 			what := e.Verb
@@ -706,14 +708,14 @@ func (mc *modelChecker) expectNoWritesFrom(old *mcProcess, taken time.Time, tail
 			}
 			// A request the API server refused changed nothing: one whose body the
 			// fence cut off after its headers had gone out is answered 500, unnamed.
-			if e.code() >= 300 {
+			if e.Code() >= 300 {
 				mc.figures.StaleLeaderRefused++
-				t.Logf("the old leader's request after the takeover, refused: %s (answered %d)", what, e.code())
+				t.Logf("the old leader's request after the takeover, refused: %s (answered %d)", what, e.Code())
 				continue
 			}
-			stale = append(stale, fmt.Sprintf("%s (answered %d)", what, e.code()))
+			stale = append(stale, fmt.Sprintf("%s (answered %d)", what, e.Code()))
 		}
-		if old.c.hasExited() || time.Now().After(deadline) {
+		if old.c.HasExited() || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -721,9 +723,9 @@ func (mc *modelChecker) expectNoWritesFrom(old *mcProcess, taken time.Time, tail
 	mc.figures.StaleLeaderWrites += len(stale)
 	var out []string
 	if len(stale) > 0 {
-		out = append(out, fmt.Sprintf("the old leader (%s) wrote after losing the lease: %s", old.user, strings.Join(truncateList(stale), "; ")))
+		out = append(out, fmt.Sprintf("the old leader (%s) wrote after losing the lease: %s", old.user, strings.Join(harness.TruncateList(stale), "; ")))
 	}
-	if !old.c.hasExited() && leads(old.c) {
+	if !old.c.HasExited() && leads(old.c) {
 		out = append(out, "the old leader still leads after its lease was taken")
 	}
 	return out
@@ -731,11 +733,11 @@ func (mc *modelChecker) expectNoWritesFrom(old *mcProcess, taken time.Time, tail
 
 // leads tells whether the process holds the lease; a frozen or gone process does not
 // answer and does not lead.
-func leads(c *controller) bool {
-	if c.hasExited() {
+func leads(c *harness.Controller) bool {
+	if c.HasExited() {
 		return false
 	}
-	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + c.metricsAddr + "/metrics")
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + c.MetricsAddr + "/metrics")
 	if err != nil {
 		return false
 	}

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package e2e
+package chaos
 
 import (
 	"context"
@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cmsync/cmsync/test/harness"
 
 	corev1 "k8s.io/api/core/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -36,29 +36,29 @@ import (
 // the audit log tells the two leader-elected processes of the model checker apart.
 const (
 	standbyServiceAccount = "cmsync-standby"
-	standbyUser           = "system:serviceaccount:" + releaseNamespace + ":" + standbyServiceAccount
+	standbyUser           = "system:serviceaccount:" + harness.ReleaseNamespace + ":" + standbyServiceAccount
 )
 
 // createStandbyIdentity creates standbyServiceAccount, bound to the chart's ClusterRole
 // and leader-election Role as installed.
 func createStandbyIdentity() error {
 	ctx := context.Background()
-	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: releaseNamespace, Name: standbyServiceAccount}}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: harness.ReleaseNamespace, Name: standbyServiceAccount}}
 	objs := []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: standbyServiceAccount}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: harness.ReleaseNamespace, Name: standbyServiceAccount}},
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: standbyServiceAccount},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: serviceAccount},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: harness.ServiceAccount},
 			Subjects:   subjects,
 		},
 		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: standbyServiceAccount},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: serviceAccount + "-leader-election"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: harness.ReleaseNamespace, Name: standbyServiceAccount},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: harness.ServiceAccount + "-leader-election"},
 			Subjects:   subjects,
 		},
 	}
 	for _, obj := range objs {
-		if err := k8s.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := harness.K8s.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
@@ -203,7 +203,7 @@ func kubeconfigVia(t *testing.T, kubeconfig string, p *partitionProxy) string {
 		cluster.Server = "https://" + p.addr()
 		cluster.TLSServerName = "127.0.0.1"
 	}
-	path := filepath.Join(workDir, fmt.Sprintf("via-%s-%s.kubeconfig", strings.TrimSuffix(filepath.Base(kubeconfig), ".kubeconfig"), randomSuffix()))
+	path := filepath.Join(harness.WorkDir, fmt.Sprintf("via-%s-%s.kubeconfig", strings.TrimSuffix(filepath.Base(kubeconfig), ".kubeconfig"), randomSuffix()))
 	must(t, clientcmd.WriteToFile(*cfg, path))
 	return path
 }
@@ -288,25 +288,10 @@ func runCommand(name string, args ...string) error {
 
 // apiServerAddr is the API server's host:port.
 func apiServerAddr() string {
-	return strings.TrimSuffix(strings.TrimPrefix(adminRESTConfig.Host, "https://"), "/")
+	return strings.TrimSuffix(strings.TrimPrefix(harness.AdminRESTConfig.Host, "https://"), "/")
 }
 
 // --- freezing a process ---
-
-// freeze stops the process as a long GC pause or a stopped VM would: it keeps its
-// connections and its state, and runs on from where it stopped when thawed.
-func (c *controller) freeze(t *testing.T) { must(t, c.cmd.Process.Signal(syscall.SIGSTOP)) }
-func (c *controller) thaw(t *testing.T)   { must(t, c.cmd.Process.Signal(syscall.SIGCONT)) }
-
-// hasExited reports whether the process has ended.
-func (c *controller) hasExited() bool {
-	select {
-	case <-c.exited:
-		return true
-	default:
-		return false
-	}
-}
 
 // --- etcd ---
 
@@ -314,7 +299,7 @@ func (c *controller) hasExited() bool {
 // data, as a real restart would; the API server reconnects by itself.
 func restartEtcd(t *testing.T, down time.Duration) {
 	t.Helper()
-	_, apiArgs := findProcess(t, "kube-apiserver")
+	_, apiArgs := harness.FindProcess(t, "kube-apiserver")
 	var etcdURL string
 	for _, a := range apiArgs {
 		if v, ok := strings.CutPrefix(a, "--etcd-servers="); ok {
@@ -324,14 +309,14 @@ func restartEtcd(t *testing.T, down time.Duration) {
 	if etcdURL == "" {
 		t.Fatal("kube-apiserver has no --etcd-servers")
 	}
-	pid, args := findProcessWith(t, "etcd", func(arg string) bool {
+	pid, args := harness.FindProcessWith(t, "etcd", func(arg string) bool {
 		return strings.HasPrefix(arg, "--listen-client-urls=") && strings.Contains(arg, strings.TrimPrefix(etcdURL, "http://"))
 	})
-	terminate(t, pid)
+	harness.Terminate(t, pid)
 	time.Sleep(down)
-	apiServerRestarts = append(apiServerRestarts, startProcess(t, args))
+	harness.APIServerRestarts = append(harness.APIServerRestarts, harness.StartProcess(t, args))
 	eventually(t, 60*time.Second, "etcd back behind the API server", func() error {
-		_, err := clientset.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
+		_, err := harness.Clientset.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{})
 		return err
 	})
 }
@@ -343,7 +328,7 @@ func restartEtcd(t *testing.T, down time.Duration) {
 // 429. The Lease and the informers' lists and watches keep their own level, so
 // leadership does not change hands.
 var throttling = controlplane.Throttle{
-	Name: "cmsync-chaos-throttle", Users: []string{cmsyncUser, standbyUser}, Queues: 4, HandSize: 1, QueueLength: 2,
+	Name: "cmsync-chaos-throttle", Users: []string{harness.CmsyncUser, standbyUser}, Queues: 4, HandSize: 1, QueueLength: 2,
 	Rules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"create", "update", "patch", "delete"},
 		APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Namespaces: []string{"*"}}},
 }
@@ -352,41 +337,17 @@ func throttle(t *testing.T) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	must(t, throttling.Apply(ctx, clientset))
+	must(t, throttling.Apply(ctx, harness.Clientset))
 }
 
 func unthrottle(t *testing.T) {
 	t.Helper()
-	must(t, throttling.Remove(context.Background(), clientset))
+	must(t, throttling.Remove(context.Background(), harness.Clientset))
 }
 
 // --- the audit log, read as it grows ---
 
-func isCmsync(user string) bool { return user == cmsyncUser || user == standbyUser }
-
-// findProcessWith returns the pid and arguments of this suite's process named name,
-// told apart from other suites' by one of its arguments.
-func findProcessWith(t *testing.T, name string, isOurs func(arg string) bool) (int, []string) {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	must(t, err)
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(raw) == 0 {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if filepath.Base(args[0]) == name && slices.ContainsFunc(args, isOurs) {
-			return pid, args
-		}
-	}
-	t.Fatalf("no %s process of this suite", name)
-	return 0, nil
-}
+func isCmsync(user string) bool { return user == harness.CmsyncUser || user == standbyUser }
 
 // TestFrozenLeaderWritesNothing is the model checker's frozen-leader fault on a fixed
 // history: the leader freezes in the middle of fan-outs, users change every source
@@ -394,7 +355,7 @@ func findProcessWith(t *testing.T, name string, isOurs func(arg string) bool) (i
 // one write. Before the lease fence it patched the sources' status and recorded Events
 // from what it had decided before it froze.
 func TestFrozenLeaderWritesNothing(t *testing.T) {
-	skipOnExistingCluster(t)
+	harness.SkipOnExistingCluster(t)
 	must(t, createStandbyIdentity())
 	var before, during []mcOp
 	for i := range poolSize {
@@ -412,7 +373,7 @@ func TestFrozenLeaderWritesNothing(t *testing.T) {
 		{Kind: "delete-namespace", Slot: 3},
 	}
 	figures := chaosFigures{Faults: map[string]int{}}
-	withoutProtection(t, func() {
+	harness.WithoutProtection(t, func() {
 		mc := newModelChecker(t, 0, &figures)
 		defer mc.stopAll()
 		h := history{Fault: "frozen-leader", Ops: append(before, during...)}

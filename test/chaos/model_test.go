@@ -1,6 +1,6 @@
 //go:build e2e
 
-package e2e
+package chaos
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/cmsync/cmsync/test/harness"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -111,7 +113,7 @@ func newWorld(t *testing.T, excluded *string, sourcesBarred *bool) *mcWorld {
 	t.Helper()
 	w := &mcWorld{prefix: "mc-" + randomSuffix(), unmanaged: map[mcObject]string{}, excluded: excluded, sourcesBarred: sourcesBarred}
 	w.srcNS = w.prefix + "-src"
-	must(t, k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.srcNS}}))
+	must(t, harness.K8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.srcNS}}))
 	for i := range poolSize {
 		w.pool = append(w.pool, &mcNamespace{name: fmt.Sprintf("%s-n%d", w.prefix, i)})
 	}
@@ -442,7 +444,7 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 		s := w.sources[op.Slot]
 		s.exists, s.labelled, s.entries, s.tier, s.value = true, true, w.entryNames(op.Entries), w.tierOrEmpty(op.Tier), op.Value
 		s.broken, s.frozen, s.prevSynced = false, map[mcObject]mcReplica{}, "0/0"
-		must(t, k8s.Create(ctx, w.sourceObject(s)))
+		must(t, harness.K8s.Create(ctx, w.sourceObject(s)))
 	case "update-source":
 		s := w.sources[op.Slot]
 		s.value = op.Value
@@ -458,11 +460,11 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 		// Invalid, it has none and no earlier count.
 		s.frozen, s.prevSynced = map[mcObject]mcReplica{}, "0/0"
 		w.patchSource(t, s, map[string]any{"metadata": map[string]any{"labels": map[string]any{
-			v1alpha1.ReplicateLabel: labelValue(map[bool]string{true: v1alpha1.ReplicateLabelValue}[s.labelled])}}})
+			v1alpha1.ReplicateLabel: harness.LabelValue(map[bool]string{true: v1alpha1.ReplicateLabelValue}[s.labelled])}}})
 	case "delete-source":
 		s := w.sources[op.Slot]
 		s.exists, s.frozen = false, nil // an Invalid source's replicas go with it too
-		must(t, client.IgnoreNotFound(k8s.Delete(ctx, w.sourceObject(s))))
+		must(t, client.IgnoreNotFound(harness.K8s.Delete(ctx, w.sourceObject(s))))
 	case "break-source", "fix-source":
 		s := w.sources[op.Slot]
 		if op.Kind == "break-source" && !w.invalid(s) && s.labelled {
@@ -482,7 +484,7 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 		}
 		if op.Kind == "create-sync" {
 			w.sync.exists, w.sync.frozen = true, map[mcObject]mcReplica{}
-			must(t, k8s.Create(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}, Spec: spec}))
+			must(t, harness.K8s.Create(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}, Spec: spec}))
 			return
 		}
 		// A merge patch of the spec: cmsync writes the object's finalizer meanwhile.
@@ -490,7 +492,7 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 			"destinationNamespaces": spec.DestinationNamespaces, "namespaceSelector": spec.NamespaceSelector}})
 	case "delete-sync":
 		w.sync.exists, w.sync.frozen = false, nil
-		must(t, client.IgnoreNotFound(k8s.Delete(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}})))
+		must(t, client.IgnoreNotFound(harness.K8s.Delete(ctx, &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: w.sync.name}})))
 		// The deleted one stays until cmsync takes its finalizer off, which may be later
 		// (cmsync down): a new one, as a user's would, gets a name of its own.
 		w.sync.deleted++
@@ -500,7 +502,7 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 		s.value = op.Value
 		if !s.exists {
 			s.exists = true
-			must(t, k8s.Create(ctx, w.sourceObject(s)))
+			must(t, harness.K8s.Create(ctx, w.sourceObject(s)))
 			return
 		}
 		w.patchSource(t, s, s.dataPatch(op.Value))
@@ -516,7 +518,7 @@ func (w *mcWorld) applyToNamespace(t *testing.T, op mcOp) {
 	switch op.Kind {
 	case "create-namespace":
 		ns := w.pool[op.Slot]
-		err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: w.tierLabels(op.Tier)}})
+		err := harness.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name, Labels: w.tierLabels(op.Tier)}})
 		if apierrors.IsAlreadyExists(err) {
 			return // still terminating
 		}
@@ -525,14 +527,14 @@ func (w *mcWorld) applyToNamespace(t *testing.T, op mcOp) {
 	case "label-namespace":
 		ns := w.pool[op.Slot]
 		ns.tier = w.tierOrEmpty(op.Tier)
-		w.patchNamespace(t, ns, map[string]any{tierLabel: labelValue(ns.tier)})
+		w.patchNamespace(t, ns, map[string]any{tierLabel: harness.LabelValue(ns.tier)})
 	case "ignore-namespace":
 		ns := w.pool[op.Slot]
 		ns.ignored = !ns.ignored
 		w.patchNamespace(
 			t,
 			ns,
-			map[string]any{v1alpha1.IgnoreNamespaceLabel: labelValue(map[bool]string{true: v1alpha1.IgnoreNamespaceLabelValue}[ns.ignored])},
+			map[string]any{v1alpha1.IgnoreNamespaceLabel: harness.LabelValue(map[bool]string{true: v1alpha1.IgnoreNamespaceLabelValue}[ns.ignored])},
 		)
 	case "delete-namespace":
 		ns := w.pool[op.Slot]
@@ -540,7 +542,7 @@ func (w *mcWorld) applyToNamespace(t *testing.T, op mcOp) {
 		inNamespace := func(obj mcObject) bool { return obj.namespace == ns.name }
 		maps.DeleteFunc(w.unmanaged, func(obj mcObject, _ string) bool { return inNamespace(obj) })
 		w.forgetFrozen(inNamespace)
-		must(t, client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}})))
+		must(t, client.IgnoreNotFound(harness.K8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}})))
 	default:
 		t.Fatalf("unknown op %s", op)
 	}
@@ -563,7 +565,7 @@ func (w *mcWorld) applyInTarget(t *testing.T, op mcOp) {
 		o.SetNamespace(obj.namespace)
 		o.SetName(obj.name)
 		o.SetLabels(map[string]string{"owner": "someone-else"})
-		if err := k8s.Create(ctx, o); err == nil {
+		if err := harness.K8s.Create(ctx, o); err == nil {
 			w.unmanaged[obj] = o.GetResourceVersion()
 		} else if !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
 			t.Fatalf("create-unmanaged %s: %v", obj, err)
@@ -578,7 +580,7 @@ func (w *mcWorld) applyInTarget(t *testing.T, op mcOp) {
 		o := newObject(obj.kind)
 		o.SetNamespace(obj.namespace)
 		o.SetName(obj.name)
-		must(t, client.IgnoreNotFound(k8s.Delete(ctx, o)))
+		must(t, client.IgnoreNotFound(harness.K8s.Delete(ctx, o)))
 	default:
 		t.Fatalf("unknown op %s", op)
 	}
@@ -594,7 +596,7 @@ func (w *mcWorld) tamper(t *testing.T, op mcOp) {
 		return
 	}
 	o := newObject(obj.kind)
-	if err := k8s.Get(ctx, client.ObjectKey{Namespace: obj.namespace, Name: obj.name}, o); err != nil {
+	if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: obj.namespace, Name: obj.name}, o); err != nil {
 		return
 	}
 	if o.GetLabels()[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
@@ -603,18 +605,18 @@ func (w *mcWorld) tamper(t *testing.T, op mcOp) {
 	var err error
 	switch op.Kind {
 	case "edit-replica":
-		err = k8s.Patch(ctx, o, client.RawPatch(types.MergePatchType, mustJSON(s.dataPatch(op.Value))))
+		err = harness.K8s.Patch(ctx, o, client.RawPatch(types.MergePatchType, harness.MustJSON(s.dataPatch(op.Value))))
 		if r, frozen := s.frozen[obj]; frozen && err == nil {
 			r.value = op.Value // an Invalid source's replica is not repaired
 			s.frozen[obj] = r
 		}
 	case "delete-replica":
-		err = k8s.Delete(ctx, o, client.Preconditions{ResourceVersion: ptr(o.GetResourceVersion())})
+		err = harness.K8s.Delete(ctx, o, client.Preconditions{ResourceVersion: harness.Ptr(o.GetResourceVersion())})
 		if err == nil {
 			delete(s.frozen, obj)
 		}
 	case "disown-replica":
-		err = k8s.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+v1alpha1.ManagedByLabel+`":null}}}`)))
+		err = harness.K8s.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+v1alpha1.ManagedByLabel+`":null}}}`)))
 		if err == nil {
 			w.unmanaged[obj] = o.GetResourceVersion()
 			delete(s.frozen, obj)
@@ -685,36 +687,20 @@ func (w *mcWorld) patchSource(t *testing.T, s *mcSource, patch map[string]any) {
 
 func (w *mcWorld) patch(t *testing.T, obj client.Object, patch map[string]any) {
 	t.Helper()
-	must(t, k8s.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, mustJSON(patch))))
-}
-
-// labelValue is a label's value in a merge patch: "" removes the label.
-func labelValue(v string) any {
-	if v == "" {
-		return nil
-	}
-	return v
+	must(t, harness.K8s.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, harness.MustJSON(patch))))
 }
 
 // patchNamespace changes a namespace's labels; one that finished deleting meanwhile is
 // gone from the model.
 func (w *mcWorld) patchNamespace(t *testing.T, ns *mcNamespace, labels map[string]any) {
 	t.Helper()
-	err := k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}},
-		client.RawPatch(types.MergePatchType, mustJSON(map[string]any{"metadata": map[string]any{"labels": labels}})))
+	err := harness.K8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}},
+		client.RawPatch(types.MergePatchType, harness.MustJSON(map[string]any{"metadata": map[string]any{"labels": labels}})))
 	if apierrors.IsNotFound(err) {
 		ns.exists, ns.deleted = false, false
 		return
 	}
 	must(t, err)
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 func newObject(kind string) client.Object {
@@ -738,8 +724,8 @@ func (w *mcWorld) violations(t *testing.T) []string {
 	marked := client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
 	var cms corev1.ConfigMapList
 	var secrets corev1.SecretList
-	must(t, k8s.List(ctx, &cms, marked))
-	must(t, k8s.List(ctx, &secrets, marked))
+	must(t, harness.K8s.List(ctx, &cms, marked))
+	must(t, harness.K8s.List(ctx, &secrets, marked))
 	check := func(obj mcObject, o metav1.Object, value string) {
 		if !strings.HasPrefix(obj.namespace, w.prefix+"-") {
 			return
@@ -773,7 +759,7 @@ func (w *mcWorld) violations(t *testing.T) []string {
 	// Nothing cmsync does not own changed.
 	for obj, rv := range w.unmanaged {
 		o := newObject(obj.kind)
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: obj.namespace, Name: obj.name}, o)
+		err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: obj.namespace, Name: obj.name}, o)
 		if err != nil || o.GetResourceVersion() != rv {
 			out = append(out, fmt.Sprintf("%s is not cmsync's and changed (resourceVersion %s, error %v)", obj, rv, err))
 		}
@@ -785,7 +771,7 @@ func (w *mcWorld) violations(t *testing.T) []string {
 			continue
 		}
 		o := newObject(s.kind)
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: w.srcNS, Name: s.name}, o); err != nil {
+		if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: w.srcNS, Name: s.name}, o); err != nil {
 			out = append(out, fmt.Sprintf("source %s: %v", s.name, err))
 			continue
 		}
@@ -799,7 +785,7 @@ func (w *mcWorld) violations(t *testing.T) []string {
 	}
 	if e.syncReady != "" {
 		sync := &v1alpha1.ConfigMapSync{}
-		if err := k8s.Get(ctx, client.ObjectKey{Name: w.sync.name}, sync); err != nil {
+		if err := harness.K8s.Get(ctx, client.ObjectKey{Name: w.sync.name}, sync); err != nil {
 			out = append(out, fmt.Sprintf("ConfigMapSync %s: %v", w.sync.name, err))
 		} else {
 			ready := meta.FindStatusCondition(sync.Status.Conditions, "Ready")

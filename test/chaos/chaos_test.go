@@ -1,6 +1,6 @@
 //go:build e2e
 
-package e2e
+package chaos
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cmsync/cmsync/test/harness"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,29 +61,29 @@ type chaosWorld struct {
 // CMSYNC_CHAOS_LEADER_KILLS (default 1, `make chaos`: 5) and CMSYNC_CHAOS_SEED make it
 // reproducible.
 func TestChaos(t *testing.T) {
-	skipOnExistingCluster(t)
+	harness.SkipOnExistingCluster(t)
 	kills, _ := strconv.Atoi(envOr("CMSYNC_CHAOS_KILLS", "6"))
 	leaderKills, _ := strconv.Atoi(envOr("CMSYNC_CHAOS_LEADER_KILLS", "1"))
 	seed, _ := strconv.ParseUint(envOr("CMSYNC_CHAOS_SEED", "1"), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, seed))
 	ctx := context.Background()
 
-	w := &chaosWorld{srcNS: newNamespace(t, "chaos-src", nil), name: "chaos", unmanaged: map[string]string{}}
+	w := &chaosWorld{srcNS: harness.NewNamespace(t, "chaos-src", nil), name: "chaos", unmanaged: map[string]string{}}
 	for range 30 {
-		w.group = append(w.group, newNamespace(t, "chaos", nil))
+		w.group = append(w.group, harness.NewNamespace(t, "chaos", nil))
 	}
 	w.blocked = w.group[0]
-	outside := newNamespace(t, "chaos-outside", nil)
+	outside := harness.NewNamespace(t, "chaos-outside", nil)
 	for _, ns := range []string{w.blocked, outside} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: w.name}, Data: map[string]string{"owner": "someone else"}}
-		must(t, k8s.Create(ctx, cm))
+		must(t, harness.K8s.Create(ctx, cm))
 		w.unmanaged[ns] = cm.ResourceVersion
 	}
 
 	report := chaosReport{Seed: seed}
 	var converge []float64
 	round := func(action func(), killAfter time.Duration, restartAPIServer bool) {
-		c := startController(t)
+		c := harness.StartController(t)
 		action()
 		time.Sleep(killAfter)
 		if restartAPIServer {
@@ -91,7 +93,7 @@ func TestChaos(t *testing.T) {
 		c.Kill()
 		report.Kills++
 		start := time.Now()
-		next := startController(t)
+		next := harness.StartController(t)
 		ok := w.waitExact(t, &report, 60*time.Second)
 		if ok {
 			report.Converged++
@@ -103,8 +105,8 @@ func TestChaos(t *testing.T) {
 	// leaderRound runs two processes with leader election, acts, and kills the leader;
 	// the follower and a replacement process must take over.
 	leaderRound := func(action func(), killAfter time.Duration) {
-		a, b := startController(t, "--leader-elect=true"), startController(t, "--leader-elect=true")
-		var leader, follower *controller
+		a, b := harness.StartController(t, "--leader-elect=true"), harness.StartController(t, "--leader-elect=true")
+		var leader, follower *harness.Controller
 		eventually(t, 30*time.Second, "a leader elected", func() error {
 			switch {
 			case isLeader(t, a):
@@ -122,7 +124,7 @@ func TestChaos(t *testing.T) {
 		report.Kills++
 		report.LeaderKills++
 		start := time.Now()
-		replacement := startController(t, "--leader-elect=true")
+		replacement := harness.StartController(t, "--leader-elect=true")
 		// The lease (15s) must expire before the follower may lead.
 		converged := w.waitExact(t, &report, 90*time.Second)
 		took := time.Since(start).Seconds()
@@ -166,9 +168,9 @@ func TestChaos(t *testing.T) {
 	round(func() { w.create(t, rng) }, 300*time.Millisecond, true)
 
 	// Leave nothing for the scenarios after this one.
-	last := startController(t)
+	last := harness.StartController(t)
 	w.delete(t)
-	waitForReplicas(t, w.srcNS, w.name, 60*time.Second)
+	harness.WaitForReplicas(t, w.srcNS, w.name, 60*time.Second)
 	last.Stop()
 
 	sort.Float64s(converge)
@@ -194,7 +196,7 @@ func (w *chaosWorld) create(t *testing.T, rng *rand.Rand) {
 		Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
 		Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: strings.Join(w.targets, ",")}},
 		Data: map[string]string{"v": w.value}}
-	must(t, k8s.Create(context.Background(), cm))
+	must(t, harness.K8s.Create(context.Background(), cm))
 	w.exists = true
 }
 
@@ -209,12 +211,14 @@ func (w *chaosWorld) retarget(t *testing.T, rng *rand.Rand) {
 }
 
 func (w *chaosWorld) delete(t *testing.T) {
-	must(t, k8s.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.srcNS, Name: w.name}}))
+	must(t, harness.K8s.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.srcNS, Name: w.name}}))
 	w.exists, w.targets = false, nil
 }
 
 func (w *chaosWorld) patchSource(t *testing.T, patch string) {
-	_, err := clientset.CoreV1().ConfigMaps(w.srcNS).Patch(context.Background(), w.name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
+	_, err := harness.Clientset.CoreV1().
+		ConfigMaps(w.srcNS).
+		Patch(context.Background(), w.name, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
 	must(t, err)
 }
 
@@ -256,26 +260,26 @@ func (w *chaosWorld) diff(t *testing.T) (orphans, missing, touched, wrongStatus 
 		}
 	}
 	got := map[string]bool{}
-	for _, ns := range replicasOf(t, w.srcNS, w.name) {
+	for _, ns := range harness.ReplicasOf(t, w.srcNS, w.name) {
 		got[ns] = true
 		if !want[ns] {
 			orphans++
 		}
 	}
 	for ns := range want {
-		r, err := getConfigMap(ns, w.name)
+		r, err := harness.GetConfigMap(ns, w.name)
 		if !got[ns] || err != nil || r.Data["v"] != w.value {
 			missing++
 		}
 	}
 	for ns, rv := range w.unmanaged {
-		cm, err := getConfigMap(ns, w.name)
+		cm, err := harness.GetConfigMap(ns, w.name)
 		if err != nil || cm.ResourceVersion != rv {
 			touched++
 		}
 	}
 	if w.exists {
-		src, err := getConfigMap(w.srcNS, w.name)
+		src, err := harness.GetConfigMap(w.srcNS, w.name)
 		if err != nil {
 			return orphans, missing, touched, 1
 		}
@@ -286,7 +290,7 @@ func (w *chaosWorld) diff(t *testing.T) (orphans, missing, touched, wrongStatus 
 		if src.Annotations[v1alpha1.StatusAnnotation] != state || src.Annotations[v1alpha1.SyncedAnnotation] != synced {
 			wrongStatus++
 		}
-	} else if _, err := getConfigMap(w.srcNS, w.name); !apierrors.IsNotFound(err) {
+	} else if _, err := harness.GetConfigMap(w.srcNS, w.name); !apierrors.IsNotFound(err) {
 		wrongStatus++
 	}
 	return orphans, missing, touched, wrongStatus
@@ -296,24 +300,22 @@ func (w *chaosWorld) diff(t *testing.T) (orphans, missing, touched, wrongStatus 
 // same arguments, certificates and etcd, as a real restart would.
 func restartKubeAPIServer(t *testing.T) {
 	t.Helper()
-	pid, args := findProcess(t, "kube-apiserver")
-	down := time.Now()
-	terminate(t, pid)
-	restarted := startProcess(t, args)
-	apiServerRestarts = append(apiServerRestarts, restarted)
+	pid, args := harness.FindProcess(t, "kube-apiserver")
+	harness.Terminate(t, pid)
+	restarted := harness.StartProcess(t, args)
+	harness.APIServerRestarts = append(harness.APIServerRestarts, restarted)
 	// Ready, not just answering: until its informers (RBAC's among them) have synced,
 	// a starting API server refuses requests its authorizer would allow.
 	eventually(t, 60*time.Second, "kube-apiserver ready", func() error {
-		_, err := clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
+		_, err := harness.Clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background())
 		return err
 	})
-	apiServerStarting = append(apiServerStarting, span{down, time.Now()})
 	// cmsync is started again at once, while discovery may still fail: it must wait for
 	// the API server rather than exit.
 }
 
 // isLeader tells whether the process holds the leader election lease.
-func isLeader(_ *testing.T, c *controller) bool { return leads(c) }
+func isLeader(_ *testing.T, c *harness.Controller) bool { return leads(c) }
 
 func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {

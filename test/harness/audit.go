@@ -1,6 +1,6 @@
 //go:build e2e
 
-package e2e
+package harness
 
 import (
 	"bufio"
@@ -9,13 +9,15 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/cmsync/cmsync/internal/testsupport/testkit"
 )
 
 // The suite's API server writes an audit log (auditLog); the checks read it through
 // one record type: whole (eachAuditRecord) or as it grows (auditTail).
 
-// auditRecord is one record of the API server's audit log.
-type auditRecord struct {
+// AuditRecord is one record of the API server's audit log.
+type AuditRecord struct {
 	Verb       string `json:"verb"`
 	RequestURI string `json:"requestURI"`
 	User       struct {
@@ -35,7 +37,8 @@ type auditRecord struct {
 	Annotations map[string]string `json:"annotations"`
 }
 
-func (e auditRecord) isWrite() bool {
+// IsWrite tells whether the request is a write.
+func (e AuditRecord) IsWrite() bool {
 	switch e.Verb {
 	case "create", "update", "patch", "delete", "deletecollection":
 		return true
@@ -43,46 +46,47 @@ func (e auditRecord) isWrite() bool {
 	return false
 }
 
-func (e auditRecord) code() int {
+// Code is the answer's HTTP status, 0 when the record has none.
+func (e AuditRecord) Code() int {
 	if e.ResponseStatus == nil {
 		return 0
 	}
 	return e.ResponseStatus.Code
 }
 
-// auditTail reads the records appended to the audit log since the last read.
-type auditTail struct {
+// AuditTail reads the records appended to the audit log since the last read.
+type AuditTail struct {
 	offset int64
 }
 
-// newAuditTail starts at the log's current end.
-func newAuditTail(t *testing.T) *auditTail {
+// NewAuditTail starts at the log's current end.
+func NewAuditTail(t *testing.T) *AuditTail {
 	t.Helper()
-	info, err := os.Stat(auditLog)
-	must(t, err)
-	return &auditTail{offset: info.Size()}
+	info, err := os.Stat(AuditLog)
+	testkit.Must(t, err)
+	return &AuditTail{offset: info.Size()}
 }
 
-// next returns the complete records appended since the last call.
-func (a *auditTail) next(t *testing.T) []auditRecord {
+// Next returns the complete records appended since the last call.
+func (a *AuditTail) Next(t *testing.T) []AuditRecord {
 	t.Helper()
-	var out []auditRecord
-	offset, err := readAudit(a.offset, func(r auditRecord) { out = append(out, r) })
-	must(t, err)
+	var out []AuditRecord
+	offset, err := readAudit(a.offset, func(r AuditRecord) { out = append(out, r) })
+	testkit.Must(t, err)
 	a.offset = offset
 	return out
 }
 
-// eachAuditRecord calls fn with every record of the suite's audit log.
-func eachAuditRecord(fn func(auditRecord)) error {
+// EachAuditRecord calls fn with every record of the suite's audit log.
+func EachAuditRecord(fn func(AuditRecord)) error {
 	_, err := readAudit(0, fn)
 	return err
 }
 
 // readAudit calls fn with every complete record from offset on, and returns the offset
 // after the last one: a partial last line (still being written) is read next time.
-func readAudit(offset int64, fn func(auditRecord)) (int64, error) {
-	f, err := os.Open(auditLog)
+func readAudit(offset int64, fn func(AuditRecord)) (int64, error) {
+	f, err := os.Open(AuditLog)
 	if err != nil {
 		return offset, err
 	}
@@ -100,7 +104,7 @@ func readAudit(offset int64, fn func(auditRecord)) (int64, error) {
 			return offset, err
 		}
 		offset += int64(len(line))
-		var record auditRecord
+		var record AuditRecord
 		if json.Unmarshal(line, &record) == nil {
 			fn(record)
 		}
