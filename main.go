@@ -8,15 +8,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
+	"syscall"
 	"time"
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -115,10 +119,33 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		go gctune.Run(ctx, started)
 	}
-	if err := run(ctx, o, func() { close(started) }); err != nil {
+	err := run(ctx, o, func() { close(started) })
+	var rescope errRescope
+	if errors.As(err, &rescope) {
+		restartInPlace(rescope)
+	}
+	if err != nil {
 		ctrl.Log.WithName("setup").Error(err, "cmsync stopped")
 		os.Exit(1)
 	}
+}
+
+// errRescope stops cmsync to start it again over more of the namespaces it lists.
+type errRescope struct{ reason string }
+
+func (e errRescope) Error() string { return "starting again to serve more namespaces: " + e.reason }
+
+// restartInPlace starts cmsync again in this process (same pid, flags and
+// environment), as a new start of the binary: its caches are built anew over the
+// namespaces it can now serve. The manager has stopped and released the lease.
+func restartInPlace(why errRescope) {
+	ctrl.Log.WithName("setup").Info("starting again", "reason", why.reason)
+	exe, err := os.Executable()
+	if err == nil {
+		err = syscall.Exec(exe, os.Args, os.Environ())
+	}
+	ctrl.Log.WithName("setup").Error(err, "cmsync could not start again; stopping so that it is restarted")
+	os.Exit(1)
 }
 
 // run runs cmsync until ctx ends; cachesSynced is called once its caches have listed.
@@ -128,7 +155,25 @@ func run(ctx context.Context, o options, cachesSynced func()) error {
 		return err
 	}
 	replicate.CachesSynced = cachesSynced
-	mgr, err := newManager(ctx, o, replicator.ManagerCacheOptions(replicate))
+	cfg, err := o.restConfig(ctx)
+	if err != nil {
+		return err
+	}
+	// The scope's checks are not writes of the leader's: their client is made before
+	// the lease's fence wraps cfg, and asks in every process.
+	scopeClient, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var waiting []string
+	if listed := replicate.Policy.Scope; len(listed) > 0 {
+		if replicate.Policy.Scope, waiting, err = servedScope(ctx, scopeClient, listed, replicate.Secrets); err != nil {
+			return err
+		}
+	}
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	mgr, err := newManager(o, cfg, replicator.ManagerCacheOptions(replicate))
 	if err != nil {
 		return err
 	}
@@ -138,10 +183,45 @@ func run(ctx context.Context, o options, cachesSynced func()) error {
 	if err := addHealthChecks(mgr); err != nil {
 		return err
 	}
-	ctrl.Log.WithName("setup").Info("starting cmsync", "excludeNamespaces", replicate.Policy.ExcludeNamespaces,
+	if err := mgr.Add(replicator.Rescope{Clientset: scopeClient, Waiting: waiting, Secrets: replicate.Secrets,
+		Restart: func(reason string) { stop(errRescope{reason}) }}); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("setup").Info("starting cmsync", "namespaces", replicate.Policy.Scope, "excludeNamespaces", replicate.Policy.ExcludeNamespaces,
 		"sourceNamespaces", replicate.Policy.SourceNamespaces, "reservedNames", replicate.Policy.ReservedNames,
 		"tenantLabel", replicate.Policy.TenantLabel, "secrets", o.secrets)
-	return mgr.Start(ctx)
+	if err := mgr.Start(ctx); err != nil {
+		return err
+	}
+	if cause := context.Cause(ctx); errors.As(cause, new(errRescope)) {
+		return cause
+	}
+	return nil
+}
+
+// servedScope is the listed namespaces cmsync can serve now; it logs each of the others
+// with its reason, and returns them to be checked again. While it can serve none, it
+// waits: with an empty scope cmsync would serve every namespace.
+func servedScope(ctx context.Context, cs kubernetes.Interface, listed []string, secrets bool) (served, waiting []string, err error) {
+	logger := ctrl.Log.WithName("scope")
+	for {
+		served, reasons, err := replicator.Reachable(ctx, cs, listed, secrets)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, ns := range slices.Sorted(maps.Keys(reasons)) {
+			logger.Info("a namespace of --namespaces is not served yet; cmsync serves it once it can", "namespace", ns, "reason", reasons[ns])
+		}
+		if len(served) > 0 {
+			return served, slices.Sorted(maps.Keys(reasons)), nil
+		}
+		logger.Info("cmsync can serve none of its --namespaces yet; waiting", "namespaces", listed)
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(10 * time.Second):
+		}
+	}
 }
 
 // replicatorOptions checks the flags the controllers take.
@@ -176,7 +256,8 @@ func clientRateLimit(qps float64, burst int) (float32, int) {
 	return float32(qps), burst
 }
 
-func newManager(ctx context.Context, o options, cacheOptions cache.Options) (ctrl.Manager, error) {
+// restConfig is cmsync's connection to the API server, once the API server answers.
+func (o options) restConfig(ctx context.Context) (*rest.Config, error) {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
@@ -190,6 +271,10 @@ func newManager(ctx context.Context, o options, cacheOptions cache.Options) (ctr
 	if err := waitForAPIServer(ctx, cfg); err != nil {
 		return nil, err
 	}
+	return cfg, nil
+}
+
+func newManager(o options, cfg *rest.Config, cacheOptions cache.Options) (ctrl.Manager, error) {
 	lock, err := o.fencedLeaseLock(cfg)
 	if err != nil {
 		return nil, err

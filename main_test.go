@@ -34,6 +34,8 @@ func TestMalformedPolicyFlagsStopTheStart(t *testing.T) {
 		{"--reserved-names=ca-*", `--reserved-names: entry "ca-*" is not an object name`},
 		{"--tenant-label=a b", `--tenant-label: "a b" is not a label key`},
 		{"--exclude-namespaces=[x", `--exclude-namespaces: entry "[x"`},
+		{"--namespaces=team-*", `--namespaces: entry "team-*" is a glob: list each namespace by name`},
+		{"--namespaces=Team", `--namespaces: entry "Team" is not a namespace name`},
 	} {
 		fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
 		o := bindFlags(fs)

@@ -16,12 +16,14 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/replicator/replicacache"
 )
 
 // The caches hold only what cmsync manages, so memory grows with the sources and
 // replicas, not with the objects of the cluster:
 //   - the manager's cache: ConfigMaps (and Secrets, when enabled) labelled
-//     cmsync.io/replicate=true (sources), and
+//     cmsync.io/replicate=true (sources), in every namespace or, in scoped mode, in each
+//     namespace cmsync serves (--namespaces), and
 //     namespaces as metadata only (names, labels, deletion, cmsync.io/accept-from);
 //   - the replica cache of each kind (replicacache): the objects carrying cmsync's
 //     managed-by label.
@@ -36,6 +38,9 @@ func ManagerCacheOptions(o Options) cache.Options {
 	sources := cache.ByObject{
 		Label:     labels.SelectorFromSet(labels.Set{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}),
 		Transform: cache.TransformStripManagedFields(),
+		// In scoped mode, one informer per namespace served: cmsync lists and watches
+		// sources there alone, under the Roles of those namespaces.
+		Namespaces: replicacache.PerNamespace(o.Policy.Scope),
 	}
 	byObject := map[client.Object]cache.ByObject{
 		&corev1.ConfigMap{}: sources,

@@ -37,12 +37,14 @@ type formerSources[T desired.Object] struct {
 	events chan event.GenericEvent
 	// cachesSynced waits for the caches the term's first passes read.
 	cachesSynced func(context.Context) bool
+	// scope are the namespaces cmsync serves (empty: every namespace, in one list).
+	scope []string
 }
 
 const formerSourcesPage = 500
 
-func newFormerSources[T desired.Object](kind desired.Kind[T], reader client.Reader, cachesSynced func(context.Context) bool) *formerSources[T] {
-	return &formerSources[T]{kind: kind, reader: reader, cachesSynced: cachesSynced, events: make(chan event.GenericEvent, formerSourcesPage)}
+func newFormerSources[T desired.Object](kind desired.Kind[T], reader client.Reader, cachesSynced func(context.Context) bool, scope []string) *formerSources[T] {
+	return &formerSources[T]{kind: kind, reader: reader, cachesSynced: cachesSynced, scope: scope, events: make(chan event.GenericEvent, formerSourcesPage)}
 }
 
 // Events delivers the former sources found (for source.Channel).
@@ -70,15 +72,33 @@ func (f *formerSources[T]) Start(ctx context.Context) error {
 	return nil
 }
 
-// sweep sends every former source with a status, and returns how many it sent.
+// sweep sends every former source with a status, and returns how many it sent: in
+// every namespace, or in each namespace cmsync serves.
 func (f *formerSources[T]) sweep(ctx context.Context) (int, error) {
 	selector, err := notReplicaNorSource()
 	if err != nil {
 		return 0, err
 	}
+	namespaces := f.scope
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	found := 0
+	for _, ns := range namespaces {
+		n, err := f.sweepIn(ctx, ns, selector)
+		found += n
+		if err != nil {
+			return found, err
+		}
+	}
+	return found, nil
+}
+
+// sweepIn sends the former sources with a status in namespace (all: ""), a page at a time.
+func (f *formerSources[T]) sweepIn(ctx context.Context, namespace string, selector labels.Selector) (int, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(f.kind.Name() + "List"))
-	opts := &client.ListOptions{LabelSelector: selector, Limit: formerSourcesPage}
+	opts := &client.ListOptions{Namespace: namespace, LabelSelector: selector, Limit: formerSourcesPage}
 	found := 0
 	for {
 		if err := f.reader.List(ctx, list, opts); err != nil {

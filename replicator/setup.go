@@ -114,6 +114,7 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 ) {
 	replicas, err := replicacache.New(ctx, replicacache.Config{
 		REST: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Changed: predicates.ReplicaChanged(),
+		Namespaces: o.Policy.Scope,
 	}, kind)
 	if err != nil {
 		return door[T]{}, nil, err
@@ -139,7 +140,7 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 		metrics:         metrics,
 		conflictRecheck: o.ConflictRecheck,
 	}
-	former := newFormerSources(kind, mgr.GetAPIReader(), allSynced(replicas, mgr.GetCache()))
+	former := newFormerSources(kind, mgr.GetAPIReader(), allSynced(replicas, mgr.GetCache()), o.Policy.Scope)
 	if err := mgr.Add(former); err != nil {
 		return door[T]{}, nil, fmt.Errorf("adding the %s former-source sweep: %w", kind.Name(), err)
 	}

@@ -1,6 +1,6 @@
 // Package policyflags declares, once, the controller's flags that make its policy
 // (desired.Policy): where sources may live, where replicas may go, what they may weigh,
-// which names are never written and the tenant boundary. The controller binds them;
+// which names are never written, the tenant boundary and the namespaces cmsync serves. The controller binds them;
 // kubectl cmsync reads the same flags from the controller's Deployment, so that both
 // decide from one policy with the same defaults.
 package policyflags
@@ -31,6 +31,12 @@ var (
 		"Comma list of object names cmsync never creates, changes or deletes, besides kube-root-ca.crt (e.g. istio-ca-root-cert); " +
 			"a source whose replicas would bear one is Invalid.",
 	}
+	Namespaces = Flag{
+		"namespaces",
+		"",
+		"Comma list of the namespaces cmsync serves (scoped mode): it lists, watches, reads and writes ConfigMaps and Secrets only there, " +
+			"sources elsewhere are never seen and targets elsewhere get nothing. Names only, no globs. Empty: every namespace.",
+	}
 	TenantLabel = Flag{
 		"tenant-label",
 		"",
@@ -40,7 +46,7 @@ var (
 )
 
 // All are the policy flags, in the order they are documented.
-var All = []Flag{ExcludeNamespaces, SourceNamespaces, MaxReplicatedBytes, ReservedNames, TenantLabel}
+var All = []Flag{Namespaces, ExcludeNamespaces, SourceNamespaces, MaxReplicatedBytes, ReservedNames, TenantLabel}
 
 // Values are the policy flags' values by name.
 type Values map[string]string
@@ -71,6 +77,10 @@ func Bind(fs *flag.FlagSet) func() Values {
 
 // Policy parses the values; an error names the flag and what is wrong.
 func (v Values) Policy() (desired.Policy, error) {
+	scope, err := desired.ParseScope(v[Namespaces.Name])
+	if err != nil {
+		return desired.Policy{}, fmt.Errorf("--%s: %w", Namespaces.Name, err)
+	}
 	exclude, err := desired.ParseGlobList(v[ExcludeNamespaces.Name])
 	if err != nil {
 		return desired.Policy{}, fmt.Errorf("--%s: %w", ExcludeNamespaces.Name, err)
@@ -93,6 +103,6 @@ func (v Values) Policy() (desired.Policy, error) {
 	}
 	return desired.Policy{
 		ExcludeNamespaces: exclude, SourceNamespaces: sources, MaxReplicatedBytes: budget.Value(),
-		ReservedNames: reserved, TenantLabel: tenantLabel,
+		ReservedNames: reserved, TenantLabel: tenantLabel, Scope: scope,
 	}, nil
 }

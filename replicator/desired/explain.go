@@ -15,6 +15,7 @@ const (
 	terminating
 	ignored
 	excludedByController
+	outsideScope
 	notRefused
 	// The tenant boundary's rules (Origin.admits).
 	outsideTenant
@@ -97,6 +98,8 @@ func (d decision) describe() string {
 		return "the namespace is labelled cmsync.io/ignore=true"
 	case excludedByController:
 		return fmt.Sprintf("excluded by the controller's --exclude-namespaces (%q)", d.pattern)
+	case outsideScope:
+		return "outside the namespaces cmsync serves (its --namespaces): cmsync neither reads nor writes there"
 	default:
 		return "not named by the targets (no entry, glob or selector matches it)"
 	}

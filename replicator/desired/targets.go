@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,6 +83,18 @@ type Policy struct {
 	// TenantLabel names the namespace label that says which tenant a namespace belongs
 	// to; "" turns the tenant boundary off (OriginOf).
 	TenantLabel string
+	// Scope are the namespaces cmsync serves (--namespaces), sorted: it reads and
+	// writes ConfigMaps and Secrets in no other. Empty: every namespace.
+	Scope []string
+}
+
+// InScope reports whether cmsync serves namespace.
+func (p Policy) InScope(namespace string) bool {
+	if len(p.Scope) == 0 {
+		return true
+	}
+	_, found := slices.BinarySearch(p.Scope, namespace)
+	return found
 }
 
 // AllowsTarget reports whether a replica may be written into ns at all.
@@ -96,6 +109,8 @@ func (p Policy) refusal(ns Namespace) decision {
 		return decision{rule: terminating}
 	case ns.Labels[v1alpha1.IgnoreNamespaceLabel] == v1alpha1.IgnoreNamespaceLabelValue:
 		return decision{rule: ignored}
+	case !p.InScope(ns.Name):
+		return decision{rule: outsideScope}
 	}
 	for _, pattern := range p.ExcludeNamespaces {
 		if globMatch(pattern, ns.Name) {
@@ -107,16 +122,17 @@ func (p Policy) refusal(ns Namespace) decision {
 
 // CheckSourceNamespace says why an object in namespace may not be a source, or nil.
 func (p Policy) CheckSourceNamespace(namespace string) error {
-	if p.AllowsSource(namespace) {
-		return nil
+	switch {
+	case !p.InScope(namespace):
+		return fmt.Errorf("namespace %s is outside the namespaces cmsync serves (its --namespaces): cmsync does not read there", namespace)
+	case !matchesAny(p.SourceNamespaces, namespace):
+		return fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", namespace)
 	}
-	return fmt.Errorf("sources are not allowed in namespace %s (the controller's --source-namespaces)", namespace)
+	return nil
 }
 
 // AllowsSource reports whether a ConfigMap in namespace may be a source.
-func (p Policy) AllowsSource(namespace string) bool {
-	return matchesAny(p.SourceNamespaces, namespace)
-}
+func (p Policy) AllowsSource(namespace string) bool { return p.CheckSourceNamespace(namespace) == nil }
 
 // TargetNamespaces returns the namespaces that must hold a replica of a source of
 // origin: those the spec matches, the policy allows and the tenant boundary admits,

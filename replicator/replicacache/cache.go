@@ -44,9 +44,9 @@ const ownerIndex = "cmsync.owner"
 // never modify them.
 type Cache[T desired.Object] struct {
 	cache.Cache
-	kind    desired.Kind[T]
-	byOwner toolscache.Indexer
-	watch   *sharedWatch
+	kind  desired.Kind[T]
+	index *informers
+	watch *sharedWatch
 	// own is cmsync's writes to replicas that the watch has not brought back yet;
 	// reads see them (ownwrites.go).
 	own       *ownWrites
@@ -61,6 +61,9 @@ type Config struct {
 	// Changed drops the replica events no controller acts on, once for every
 	// controller watching (Watch); nil lets every event through.
 	Changed predicate.TypedPredicate[*metav1.PartialObjectMetadata]
+	// Namespaces are the namespaces cmsync serves: the cache lists and watches
+	// replicas in each of them, and nowhere else. Empty: every namespace, in one watch.
+	Namespaces []string
 }
 
 // New builds the replica cache of kind. The caller starts it (mgr.Add) and waits for
@@ -70,7 +73,7 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s replica cache: %w", kind.Name(), err)
 	}
-	sharer := newMapSharer()
+	sharer, index := newMapSharer(), newInformers()
 	reduce := transform(kind, sharer)
 	replicas, err := cache.New(cfg.REST, cache.Options{
 		HTTPClient: httpClient,
@@ -80,9 +83,11 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 			// Reads never modify cached replicas (writes are built from the desired
 			// replica), so they can skip the deep copy that would otherwise copy every
 			// replica of a source on every pass.
-			desired.NewMetadata(kind): {Label: selector(), Transform: reduce, UnsafeDisableDeepCopy: ptr.To(true)},
+			desired.NewMetadata(kind): {
+				Label: selector(), Transform: reduce, UnsafeDisableDeepCopy: ptr.To(true), Namespaces: PerNamespace(cfg.Namespaces),
+			},
 		},
-		NewInformer: ownerIndexedInformer(kind),
+		NewInformer: indexed(ownerIndexedInformer(kind), index, len(cfg.Namespaces) > 0),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s replica cache: %w", kind.Name(), err)
@@ -91,15 +96,33 @@ func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]
 	if err != nil {
 		return nil, fmt.Errorf("indexing the %s replica cache: %w", kind.Name(), err)
 	}
-	shared, ok := informer.(toolscache.SharedIndexInformer)
-	if !ok {
-		return nil, fmt.Errorf("indexing the %s replica cache: unexpected informer %T", kind.Name(), informer)
-	}
-	byOwner, own := shared.GetIndexer(), newOwnWrites()
+	own := newOwnWrites()
 	return &Cache[T]{
-		Cache: replicas, kind: kind, byOwner: byOwner, own: own, transform: reduce,
-		watch: newSharedWatch(shared, byOwner, cfg.Changed, own),
+		Cache: replicas, kind: kind, index: index, own: own, transform: reduce,
+		watch: newSharedWatch(informer, index, cfg.Changed, own),
 	}, nil
+}
+
+// PerNamespace is the per-namespace configuration of a controller-runtime cache over
+// the namespaces cmsync serves; nil (one watch of every namespace) without any.
+func PerNamespace(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	configs := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		configs[ns] = cache.Config{}
+	}
+	return configs
+}
+
+// indexed has every informer newInformer builds kept in index.
+func indexed(newInformer newInformerFunc, index *informers, perNamespace bool) newInformerFunc {
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		informer := newInformer(lw, obj, resync, indexers)
+		index.add(informer, perNamespace)
+		return informer
+	}
 }
 
 // newInformerFunc is the type of cache.Options.NewInformer.
@@ -124,7 +147,7 @@ func ownerIndexedInformer[T desired.Object](kind desired.Kind[T]) newInformerFun
 // OwnedBy returns the replicas naming the owner with this key (Owner.Key): the cached
 // ones, as the owner's own writes left them (Wrote).
 func (c *Cache[T]) OwnedBy(ownerKey string) ([]*metav1.PartialObjectMetadata, error) {
-	objs, err := c.byOwner.ByIndex(ownerIndex, ownerKey)
+	objs, err := c.index.byOwner(ownerKey)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +203,7 @@ func (c *Cache[T]) Deleting(ownerKey string, replica *metav1.PartialObjectMetada
 
 // cached is the cache's replica at key, or nil.
 func (c *Cache[T]) cached(key string) *metav1.PartialObjectMetadata {
-	obj, exists, err := c.byOwner.GetByKey(key)
+	obj, exists, err := c.index.getByKey(key)
 	if err != nil || !exists {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -41,8 +42,8 @@ import (
 // handing on each: in an execution trace of a restart, handing them on one at a time
 // and mapping each held the start for most of a second, on one core.
 type sharedWatch struct {
-	informer toolscache.SharedIndexInformer
-	byOwner  toolscache.Indexer
+	informer cache.Informer
+	index    *informers
 	changed  replicaPredicate // nil: every event passes
 	// own hears every event first: the one that brings back a write of cmsync's
 	// ends the write's entry, and goes no further. Such an echo is no news: the pass
@@ -60,8 +61,8 @@ type sharedWatch struct {
 	registered   chan struct{} // closed once registration is set
 }
 
-func newSharedWatch(informer toolscache.SharedIndexInformer, byOwner toolscache.Indexer, changed replicaPredicate, own *ownWrites) *sharedWatch {
-	return &sharedWatch{informer: informer, byOwner: byOwner, changed: changed, own: own, registered: make(chan struct{})}
+func newSharedWatch(informer cache.Informer, index *informers, changed replicaPredicate, own *ownWrites) *sharedWatch {
+	return &sharedWatch{informer: informer, index: index, changed: changed, own: own, registered: make(chan struct{})}
 }
 
 // route is one controller's part of the shared watch: its handler, as it would give
@@ -127,8 +128,8 @@ func (r *route) WaitForSync(ctx context.Context) error {
 // enqueueOwners hands the route a create event of the initial list for one replica of
 // each owner in the cache, in place of every replica's.
 func (r *route) enqueueOwners() error {
-	for _, owner := range r.watch.byOwner.ListIndexFuncValues(ownerIndex) {
-		replicas, err := r.watch.byOwner.ByIndex(ownerIndex, owner)
+	for _, owner := range r.watch.index.owners() {
+		replicas, err := r.watch.index.byOwner(owner)
 		if err != nil {
 			return fmt.Errorf("listing the replicas of %s: %w", owner, err)
 		}

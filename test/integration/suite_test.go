@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,8 +84,10 @@ type controllerUnderTest struct {
 	// a replica's content past the replica cache. Metadata-only GETs (the engine's look
 	// at a replica after its update met a 409) are not counted.
 	objectReads []string
-	mu          sync.Mutex
-	paths       []string // the last write requests, to explain a failure
+	// kindRequests are the method and path of every request about ConfigMaps or Secrets.
+	kindRequests []string
+	mu           sync.Mutex
+	paths        []string // the last write requests, to explain a failure
 	// written counts every write request, by method and path ("PATCH /apis/…/status").
 	written map[string]int
 	// trickle, once set, makes its replica watch hand over what the API server sends
@@ -176,6 +179,14 @@ func (c *controllerUnderTest) ObjectReadsIn(namespaces ...string) []string {
 	return reads
 }
 
+// KindRequests returns the method and path of every request the controller has made
+// about ConfigMaps or Secrets.
+func (c *controllerUnderTest) KindRequests() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.kindRequests)
+}
+
 // Writes returns how many write requests the controller has made.
 func (c *controllerUnderTest) Writes() int64 { return c.writes.Load() }
 
@@ -228,6 +239,11 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if strings.Contains(req.URL.Path, "/secrets") {
 				c.secretRequests.Add(1)
+			}
+			if segments := strings.Split(req.URL.Path, "/"); slices.Contains(segments, "configmaps") || slices.Contains(segments, "secrets") {
+				c.mu.Lock()
+				c.kindRequests = append(c.kindRequests, req.Method+" "+req.URL.Path)
+				c.mu.Unlock()
 			}
 			if req.Method == http.MethodGet && isObjectRead(req.URL.Path) && !strings.Contains(req.Header.Get("Accept"), "as=PartialObjectMetadata") {
 				c.mu.Lock()
