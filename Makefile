@@ -135,6 +135,15 @@ helm-lint: ## helm lint and helm template of the chart, with a pinned helm built
 	  | grep -q -- '--tenant-label=capsule.clastix.io/tenant'
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set admission.enabled=false \
 	  --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy | { ! grep -q ValidatingAdmissionPolicy; }
+	# Scoped mode: the flag, no ClusterRole rule on ConfigMaps, Secrets or Events, a Role in each namespace, bindings limited to them.
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true --set 'scope.namespaces={team-b,team-a}' \
+	  --show-only templates/deployment.yaml | grep -q -- '--namespaces=team-b,team-a'
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true --set 'scope.namespaces=team-a\,team-b' \
+	  --show-only templates/rbac.yaml | awk '/^kind: ClusterRole$$/,/^---/' | { ! grep -q -E -- '- (configmaps|secrets|events)$$'; }
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true --set 'scope.namespaces=team-a\,team-b' \
+	  --show-only templates/rbac.yaml | grep -c -E '^  namespace: team-(a|b)$$' | grep -q '^4$$'
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set 'scope.namespaces={team-a}' \
+	  --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy | grep -c 'values: \["team-a"\]' | grep -q '^2$$'
 
 .PHONY: docker-build
 docker-build: ## Build the container image IMG with Docker (needs a Docker engine).
@@ -201,7 +210,7 @@ test-e2e: e2e ## The end-to-end suite alone (make e2e).
 .PHONY: e2e
 e2e: build ## The cmsync binary as a process against kube-apiserver, etcd and kube-controller-manager, installed with helm, running as the chart's ServiceAccount.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" CMSYNC_PLUGIN="$(abspath $(BIN)/kubectl-cmsync)" \
-	  PROMETHEUS="$$(hack/tool.sh prometheus)" HELM="$(HELM)" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... ./test/chaos/... -p 1 -v
+	  PROMETHEUS="$$(hack/tool.sh prometheus)" HELM="$(HELM)" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... ./test/scoped/... ./test/chaos/... -p 1 -v
 
 KIND_CLUSTER ?= cmsync-e2e
 KIND_IMG_REPO ?= ghcr.io/cmsync/cmsync

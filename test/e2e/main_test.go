@@ -34,10 +34,10 @@ func TestMain(m *testing.M) {
 			return err
 		},
 		After: func() error {
-			if !fullRun() {
+			if !harness.FullRun() {
 				return nil
 			}
-			return checkLeastPrivilege()
+			return harness.CheckLeastPrivilege("e2e")
 		},
 	})
 }

@@ -3,12 +3,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,31 +23,6 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/internal/cli"
 )
-
-// plugin runs kubectl-cmsync as the administrator and returns its standard output.
-func plugin(t *testing.T, args ...string) string {
-	t.Helper()
-	bin := os.Getenv("CMSYNC_PLUGIN")
-	if bin == "" {
-		t.Fatal("CMSYNC_PLUGIN is not set: run make e2e")
-	}
-	cmd := exec.Command(bin, append(args, "--kubeconfig", harness.AdminKubeconfig)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl-cmsync %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String()
-}
-
-// pluginJSON runs kubectl-cmsync with -o json and decodes its answer into v.
-func pluginJSON(t *testing.T, v any, args ...string) {
-	t.Helper()
-	out := plugin(t, append(args, "-o", "json")...)
-	if err := json.Unmarshal([]byte(out), v); err != nil {
-		t.Fatalf("kubectl-cmsync %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
 
 // pluginWorld is one source and a namespace for every rule that can decide about it.
 type pluginWorld struct {
@@ -86,19 +58,12 @@ func newPluginWorld(t *testing.T) pluginWorld {
 		must(t, harness.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
 	must(t, harness.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.selected, Labels: map[string]string{"plugin-test": s}}}))
-	must(
-		t,
-		harness.K8s.Create(
-			ctx,
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ignored, Labels: map[string]string{v1alpha1.IgnoreNamespaceLabel: "true"}}},
-		),
-	)
+	ignored := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ignored, Labels: map[string]string{v1alpha1.IgnoreNamespaceLabel: "true"}}}
+	must(t, harness.K8s.Create(ctx, ignored))
 	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.taken, Name: "app"}, Data: map[string]string{"theirs": "1"}}))
 	// A namespace held in Terminating by a finalizer of someone else's.
-	must(
-		t,
-		harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.leaving, Name: "held", Finalizers: []string{"example.com/hold"}}}),
-	)
+	held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.leaving, Name: "held", Finalizers: []string{"example.com/hold"}}}
+	must(t, harness.K8s.Create(ctx, held))
 	t.Cleanup(func() {
 		_ = harness.K8s.Patch(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.leaving, Name: "held"}},
 			client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
@@ -121,7 +86,7 @@ func newPluginWorld(t *testing.T) pluginWorld {
 func checkExplain(t *testing.T, w pluginWorld) {
 	t.Helper()
 	var e cli.Explanation
-	pluginJSON(t, &e, "explain", w.platform+"/app", "--all")
+	harness.PluginJSON(t, &e, "explain", w.platform+"/app", "--all")
 	if !strings.Contains(e.Policy, "Deployment cmsync-system/cmsync") {
 		t.Errorf("policy read from %q, want the chart's Deployment", e.Policy)
 	}
@@ -157,7 +122,7 @@ func checkExplain(t *testing.T, w pluginWorld) {
 	if got := harness.ReplicasOf(t, w.platform, "app"); !sameSet(got, wantedHere) {
 		t.Errorf("explain says replicas in %v, the cluster has them in %v", wantedHere, got)
 	}
-	out := plugin(t, "explain", w.platform+"/app", "--in", w.taken)
+	out := harness.Plugin(t, "explain", w.platform+"/app", "--in", w.taken)
 	t.Logf("kubectl cmsync explain %s/app --in %s:\n%s", w.platform, w.taken, out)
 	if !strings.Contains(out, "conflict: a ConfigMap not managed by cmsync exists") {
 		t.Errorf("explain --in %s:\n%s", w.taken, out)
@@ -175,7 +140,7 @@ func checkStatus(t *testing.T, w pluginWorld) {
 	harness.WaitForReplicas(t, w.platform, "ca", 30*time.Second, w.named)
 	eventually(t, 30*time.Second, "status lists both forms", func() error {
 		var rows []cli.StatusRow
-		pluginJSON(t, &rows, "status", "-n", w.platform)
+		harness.PluginJSON(t, &rows, "status", "-n", w.platform)
 		now, err := harness.GetConfigMap(w.platform, "app")
 		if err != nil {
 			return err
@@ -210,7 +175,7 @@ func checkStatus(t *testing.T, w pluginWorld) {
 	}))
 	eventually(t, 30*time.Second, "status as a viewer", func() error {
 		var rows []cli.StatusRow
-		pluginJSON(t, &rows, "status", "-n", w.platform, "--as", "viewer-"+w.suffix)
+		harness.PluginJSON(t, &rows, "status", "-n", w.platform, "--as", "viewer-"+w.suffix)
 		kinds := map[string]string{}
 		for _, r := range rows {
 			kinds[r.Kind+"/"+r.Name] = r.Status
@@ -220,7 +185,7 @@ func checkStatus(t *testing.T, w pluginWorld) {
 		}
 		return nil
 	})
-	table := plugin(t, "status", "-n", w.platform)
+	table := harness.Plugin(t, "status", "-n", w.platform)
 	t.Logf("kubectl cmsync status -n %s:\n%s", w.platform, table)
 	if !strings.Contains(table, "KIND") || !strings.Contains(table, w.platform+"/app") {
 		t.Errorf("status table:\n%s", table)
@@ -240,9 +205,9 @@ func checkPreview(t *testing.T, w pluginWorld) {
 		"--set-annotation",
 		"cmsync.io/target-selector-",
 	}
-	t.Logf("kubectl cmsync %s:\n%s", strings.Join(change, " "), plugin(t, change...))
+	t.Logf("kubectl cmsync %s:\n%s", strings.Join(change, " "), harness.Plugin(t, change...))
 	var p cli.Preview
-	pluginJSON(t, &p, change...)
+	harness.PluginJSON(t, &p, change...)
 	gain, lose, conflicts := changeNamespaces(p.Gain), changeNamespaces(p.Lose), changeNamespaces(p.Conflicts)
 	if !sameSet(gain, []string{w.named, w.globbed, w.taken}) || !sameSet(lose, []string{w.named, w.globbed, w.selected}) || len(conflicts) != 0 || p.Kept != 0 {
 		t.Errorf("preview: gain %v, lose %v, conflicts %v, kept %d", gain, lose, conflicts, p.Kept)
@@ -263,7 +228,7 @@ metadata:
   annotations: {cmsync.io/target-namespaces: %q}
 data: {k: v}
 `, w.platform, targets)), 0o600))
-	pluginJSON(t, &p, "preview", "-f", manifest)
+	harness.PluginJSON(t, &p, "preview", "-f", manifest)
 	if !sameSet(changeNamespaces(p.Gain), []string{w.globbed, w.taken, w.legacy}) || len(p.Lose) != 0 || len(p.Conflicts) != 0 {
 		t.Errorf("preview -f: %+v", p)
 	}
@@ -274,7 +239,7 @@ data: {k: v}
 	harness.WaitForReplicas(t, w.platform, "settings", 30*time.Second, changeNamespaces(p.Gain)...)
 
 	// An invalid change is said, not previewed.
-	pluginJSON(t, &p, "preview", w.platform+"/app", "--set-annotation", "cmsync.io/keys=a/b")
+	harness.PluginJSON(t, &p, "preview", w.platform+"/app", "--set-annotation", "cmsync.io/keys=a/b")
 	if !strings.HasPrefix(p.Invalid, `invalid keys "a/b"`) {
 		t.Errorf("preview of an invalid change: %+v", p)
 	}
@@ -342,7 +307,7 @@ func TestKubectlPluginDecidesAsTheController(t *testing.T) {
 			return nil
 		})
 		var e cli.Explanation
-		pluginJSON(t, &e, "explain", src+"/"+tc.name, "--kind", tc.kind, "--all", "--max-replicated-bytes=1Ki")
+		harness.PluginJSON(t, &e, "explain", src+"/"+tc.name, "--kind", tc.kind, "--all", "--max-replicated-bytes=1Ki")
 		if e.Invalid == "" || e.Invalid != controllerSays || !strings.Contains(e.Invalid, tc.fragment) {
 			t.Errorf("%s: kubectl cmsync says Invalid %q; the controller %q", tc.name, e.Invalid, controllerSays)
 		}

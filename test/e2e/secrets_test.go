@@ -34,32 +34,12 @@ func TestSecretsNeverLeakAValue(t *testing.T) {
 	c := harness.StartController(t, "--secrets=enabled", "--zap-log-level=10")
 	c.Local(t)
 	ctx := context.Background()
-	src, a, b, taken := harness.NewNamespace(
-		t,
-		"vault",
-		nil,
-	), harness.NewNamespace(
-		t,
-		"leak",
-		nil,
-	), harness.NewNamespace(
-		t,
-		"leak",
-		nil,
-	), harness.NewNamespace(
-		t,
-		"leak",
-		nil,
-	)
+	src := harness.NewNamespace(t, "vault", nil)
+	a, b, taken := harness.NewNamespace(t, "leak", nil), harness.NewNamespace(t, "leak", nil), harness.NewNamespace(t, "leak", nil)
 	planted := "planted-" + randomSuffix() + randomSuffix()
 	renewed := "renewed-" + randomSuffix() + randomSuffix()
-	must(
-		t,
-		harness.K8s.Create(
-			ctx,
-			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: "db"}, StringData: map[string]string{"password": "theirs"}},
-		),
-	)
+	unmanaged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: "db"}, StringData: map[string]string{"password": "theirs"}}
+	must(t, harness.K8s.Create(ctx, unmanaged))
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: src, Name: "db",

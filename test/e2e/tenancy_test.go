@@ -276,7 +276,7 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 func explainBoundary(t *testing.T, a1, prefix, tenantA, tenantB, a2, b1, b2, platform string) {
 	t.Helper()
 	var e cli.Explanation
-	pluginJSON(t, &e, "explain", a1+"/app", "--all", "--tenant-label="+tenantLabel)
+	harness.PluginJSON(t, &e, "explain", a1+"/app", "--all", "--tenant-label="+tenantLabel)
 	outside := fmt.Sprintf("outside tenant %q of the source's namespace", tenantA)
 	want := map[string]string{
 		a2:       `matched by the glob "` + prefix + `-*"`,
@@ -296,7 +296,7 @@ func explainBoundary(t *testing.T, a1, prefix, tenantA, tenantB, a2, b1, b2, pla
 		t.Errorf("explain has no row for %v", want)
 	}
 	var p cli.Preview
-	pluginJSON(t, &p, "preview", a1+"/app", "--set-annotation", v1alpha1.TargetNamespacesAnnotation+"="+prefix+"-*", "--tenant-label="+tenantLabel)
+	harness.PluginJSON(t, &p, "preview", a1+"/app", "--set-annotation", v1alpha1.TargetNamespacesAnnotation+"="+prefix+"-*", "--tenant-label="+tenantLabel)
 	kept := make([]string, 0, len(p.Outside))
 	for _, c := range p.Outside {
 		kept = append(kept, c.Namespace)
@@ -355,12 +355,6 @@ func relabel(t *testing.T, namespace, key, value string) {
 func patchNamespaceMetadata(t *testing.T, namespace, field, key, value string) {
 	t.Helper()
 	patch := harness.MustJSON(map[string]any{"metadata": map[string]any{field: map[string]any{key: harness.LabelValue(value)}}})
-	must(
-		t,
-		harness.K8s.Patch(
-			context.Background(),
-			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
-			client.RawPatch(types.MergePatchType, patch),
-		),
-	)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	must(t, harness.K8s.Patch(context.Background(), ns, client.RawPatch(types.MergePatchType, patch)))
 }

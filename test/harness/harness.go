@@ -72,9 +72,13 @@ type Suite struct {
 	AuditUsers []string
 	// ChartValues are the --set values of the chart's install.
 	ChartValues []string
-	// Before runs once the chart is installed and cmsync's kubeconfig written; After
-	// runs when every test passed. Neither runs on an existing cluster.
-	Before, After func() error
+	// ProbeNamespace is where the admission policy is probed, one it covers; "":
+	// default.
+	ProbeNamespace string
+	// Prepare runs before the chart's install, Before once the chart is installed and
+	// cmsync's kubeconfig written, After when every test passed. None runs on an
+	// existing cluster.
+	Prepare, Before, After func() error
 }
 
 // Main runs the suite's tests on a control plane of their own (or on the existing
@@ -91,6 +95,9 @@ func Main(m *testing.M, s Suite) {
 }
 
 func (s Suite) run(m *testing.M) (int, error) {
+	if s.ProbeNamespace != "" {
+		probeNamespace = s.ProbeNamespace
+	}
 	CmsyncBinary, HelmBinary = os.Getenv("CMSYNC_BIN"), os.Getenv("HELM")
 	if HelmBinary == "" || (CmsyncBinary == "" && !ExistingCluster) {
 		return 0, fmt.Errorf("CMSYNC_BIN and HELM must be set: run `make e2e`")
@@ -154,18 +161,19 @@ func (s Suite) start() (stop func(), err error) {
 		return stop, err
 	}
 	stops = append(stops, stopKCM)
+	if s.Prepare != nil {
+		if err := s.Prepare(); err != nil {
+			return stop, err
+		}
+	}
 	return stop, s.installChart()
 }
 
 // installChart installs the chart, waits for its admission policy, and writes the
 // kubeconfig of its ServiceAccount.
 func (s Suite) installChart() error {
-	args := []string{"install", Release, "../../deploy/chart/cmsync", "--namespace", ReleaseNamespace, "--create-namespace", "--wait=false"}
-	if len(s.ChartValues) > 0 {
-		args = append(args, "--set", strings.Join(s.ChartValues, ","))
-	}
-	if out, err := Helm(args...); err != nil {
-		return fmt.Errorf("helm install: %v\n%s", err, out)
+	if err := HelmChart("install", "--create-namespace", s.ChartValues...); err != nil {
+		return err
 	}
 	// The API server loads the chart's admission policy through a watch: every scenario
 	// runs with it in force.
@@ -175,6 +183,22 @@ func (s Suite) installChart() error {
 	var err error
 	CmsyncKubeconfig, err = ServiceAccountKubeconfig(ServiceAccount)
 	return err
+}
+
+// HelmChart installs or upgrades (verb) the chart as release cmsync, with option (a helm
+// flag, or "") and values (--set key=value each), without waiting.
+func HelmChart(verb, option string, values ...string) error {
+	args := []string{verb, Release, "../../deploy/chart/cmsync", "--namespace", ReleaseNamespace, "--wait=false"}
+	if option != "" {
+		args = append(args, option)
+	}
+	for _, v := range values {
+		args = append(args, "--set", v)
+	}
+	if out, err := Helm(args...); err != nil {
+		return fmt.Errorf("helm %s: %v\n%s", verb, err, out)
+	}
+	return nil
 }
 
 func runOnExistingCluster(m *testing.M) (int, error) {

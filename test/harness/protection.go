@@ -48,10 +48,14 @@ func WaitForProtection(t *testing.T, on bool) {
 	testkit.Eventually(t, 30*time.Second, fmt.Sprintf("protection %v", on), func() error { return ExpectProtection(on) })
 }
 
+// probeNamespace is where ExpectProtection tries its forged replica: one the chart's
+// admission policy covers (Suite.ProbeNamespace).
+var probeNamespace = "default"
+
 // ExpectProtection says whether the API server refuses a forged replica (on) or admits
 // it (off), with a server-side dry run that writes nothing.
 func ExpectProtection(on bool) error {
-	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "protection-probe",
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, Name: "protection-probe",
 		Labels: map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}}}
 	err := K8s.Create(context.Background(), probe, client.DryRunAll)
 	if refused := apierrors.IsForbidden(err); refused != on {

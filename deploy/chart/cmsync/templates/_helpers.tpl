@@ -48,3 +48,31 @@ which cmsync reserves whatever its flags say.
 {{- $extra := include "cmsync.extraReservedNames" . -}}
 {{- if $extra -}}kube-root-ca.crt,{{ $extra }}{{- else -}}kube-root-ca.crt{{- end -}}
 {{- end }}
+
+{{/*
+scope is the chart's scope.namespaces (a list, or a comma list in one string) as the
+comma list --namespaces takes: the namespaces cmsync serves in scoped mode; empty:
+every namespace.
+*/}}
+{{- define "cmsync.scope" -}}
+{{- $names := .Values.scope.namespaces -}}
+{{- if kindIs "string" $names -}}{{- $names = splitList "," $names -}}{{- end -}}
+{{- $clean := list -}}
+{{- range $names }}{{- if trim . }}{{- $clean = append $clean (trim .) -}}{{- end }}{{- end -}}
+{{- join "," ($clean | uniq) -}}
+{{- end }}
+
+{{/*
+scopeMissing is the comma list of the namespaces of the scope that do not exist in the
+cluster (helm install and upgrade look them up; helm template cannot, and finds none
+missing): a Role cannot be created before its namespace.
+*/}}
+{{- define "cmsync.scopeMissing" -}}
+{{- $missing := list -}}
+{{- if lookup "v1" "Namespace" "" "kube-system" -}}
+{{- range (include "cmsync.scope" . | splitList "," | compact) -}}
+{{- if not (lookup "v1" "Namespace" "" .) }}{{ $missing = append $missing . }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $missing -}}
+{{- end }}

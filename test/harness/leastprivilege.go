@@ -1,6 +1,6 @@
 //go:build e2e
 
-package e2e
+package harness
 
 import (
 	"context"
@@ -11,10 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cmsync/cmsync/test/harness"
-
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -29,7 +26,7 @@ func (p permission) String() string {
 	return fmt.Sprintf("%s %s/%s", p.verb, group, p.resource)
 }
 
-// mayGoUnused are grants cmsync needs only in a race the suite does not provoke.
+// mayGoUnused are grants cmsync needs only in a race the suites do not provoke.
 // client-go's events recorder turns an Event into a series (a patch of the first) when
 // one with the same key (the object at the same resourceVersion, the same reason) is
 // recorded again within 6 minutes. cmsync records an Event again for the same version
@@ -38,11 +35,11 @@ func (p permission) String() string {
 // series would be refused. Such a grant may go unused, but never be refused.
 var mayGoUnused = map[permission]bool{{"events.k8s.io", "events", "patch"}: true}
 
-// checkLeastPrivilege compares what the chart grants cmsync's ServiceAccount (its
-// ClusterRole and leader-election Role, as installed) with what the whole suite saw
-// cmsync use in the API server's audit log. A grant never used, or a request the
-// authorizer refused, is an error: the chart must grant exactly what cmsync needs.
-func checkLeastPrivilege() error {
+// CheckLeastPrivilege compares what the chart grants cmsync's ServiceAccount (every
+// ClusterRole and Role bound to it, as installed) with what the whole suite saw cmsync
+// use in the API server's audit log. A grant never used, or a request the authorizer
+// refused, is an error: the chart must grant exactly what cmsync needs.
+func CheckLeastPrivilege(suite string) error {
 	granted, err := grantedPermissions()
 	if err != nil {
 		return err
@@ -69,29 +66,19 @@ func checkLeastPrivilege() error {
 	if len(problems) > 0 {
 		return fmt.Errorf("the chart's RBAC is not exactly what cmsync uses:\n  %s", strings.Join(problems, "\n  "))
 	}
-	fmt.Fprintf(os.Stderr, "e2e: least privilege: %d of %d granted permissions used, none refused; unused, as they may be: %v\n",
-		len(granted)-len(unused), len(granted), unused)
+	fmt.Fprintf(os.Stderr, "%s: least privilege: %d of %d granted permissions used, none refused; unused, as they may be: %v\n",
+		suite, len(granted)-len(unused), len(granted), slices.Compact(slices.Sorted(slices.Values(unused))))
 	return nil
 }
 
+// grantedPermissions are the permissions of every role bound to cmsync's
+// ServiceAccount, whatever namespace a Role is in.
 func grantedPermissions() ([]permission, error) {
-	ctx := context.Background()
-	var cr rbacv1.ClusterRole
-	if err := harness.K8s.Get(ctx, client.ObjectKey{Name: "cmsync"}, &cr); err != nil {
+	rules, err := boundRules(context.Background())
+	if err != nil {
 		return nil, err
 	}
-	var role rbacv1.Role
-	if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: harness.ReleaseNamespace, Name: "cmsync-leader-election"}, &role); err != nil {
-		return nil, err
-	}
-	rules := append(cr.Rules, role.Rules...)
-	// With secure metrics (the chart's default), the reviews of scrapers' tokens.
-	var metricsAuth rbacv1.ClusterRole
-	if err := harness.K8s.Get(ctx, client.ObjectKey{Name: "cmsync-metrics-auth"}, &metricsAuth); err == nil {
-		rules = append(rules, metricsAuth.Rules...)
-	} else if !apierrors.IsNotFound(err) {
-		return nil, err
-	}
+	seen := map[permission]bool{}
 	var out []permission
 	for _, rule := range rules {
 		if len(rule.ResourceNames) > 0 || len(rule.NonResourceURLs) > 0 {
@@ -100,7 +87,10 @@ func grantedPermissions() ([]permission, error) {
 		for _, g := range rule.APIGroups {
 			for _, r := range rule.Resources {
 				for _, v := range rule.Verbs {
-					out = append(out, permission{g, r, v})
+					if p := (permission{g, r, v}); !seen[p] {
+						seen[p] = true
+						out = append(out, p)
+					}
 				}
 			}
 		}
@@ -108,12 +98,50 @@ func grantedPermissions() ([]permission, error) {
 	return out, nil
 }
 
+// boundRules are the rules of the ClusterRoles and Roles bound to cmsync's
+// ServiceAccount.
+func boundRules(ctx context.Context) ([]rbacv1.PolicyRule, error) {
+	isCmsync := func(subjects []rbacv1.Subject) bool {
+		return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == rbacv1.ServiceAccountKind && s.Namespace == ReleaseNamespace && s.Name == ServiceAccount
+		})
+	}
+	var rules []rbacv1.PolicyRule
+	var clusterBindings rbacv1.ClusterRoleBindingList
+	if err := K8s.List(ctx, &clusterBindings); err != nil {
+		return nil, err
+	}
+	for _, b := range clusterBindings.Items {
+		if isCmsync(b.Subjects) {
+			var role rbacv1.ClusterRole
+			if err := K8s.Get(ctx, client.ObjectKey{Name: b.RoleRef.Name}, &role); err != nil {
+				return nil, err
+			}
+			rules = append(rules, role.Rules...)
+		}
+	}
+	var bindings rbacv1.RoleBindingList
+	if err := K8s.List(ctx, &bindings); err != nil {
+		return nil, err
+	}
+	for _, b := range bindings.Items {
+		if isCmsync(b.Subjects) && b.RoleRef.Kind == "Role" {
+			var role rbacv1.Role
+			if err := K8s.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.RoleRef.Name}, &role); err != nil {
+				return nil, err
+			}
+			rules = append(rules, role.Rules...)
+		}
+	}
+	return rules, nil
+}
+
 // usedPermissions reads what cmsync's ServiceAccount asked for: allowed, and refused
 // (with the first refused request).
-func usedPermissions() (used map[permission]bool, denied map[permission]harness.AuditRecord, err error) {
-	used, denied = map[permission]bool{}, map[permission]harness.AuditRecord{}
-	err = harness.EachAuditRecord(func(r harness.AuditRecord) {
-		if r.User.Username != harness.CmsyncUser || r.ObjectRef == nil {
+func usedPermissions() (used map[permission]bool, denied map[permission]AuditRecord, err error) {
+	used, denied = map[permission]bool{}, map[permission]AuditRecord{}
+	err = EachAuditRecord(func(r AuditRecord) {
+		if r.User.Username != CmsyncUser || r.ObjectRef == nil {
 			return
 		}
 		resource := r.ObjectRef.Resource
@@ -130,13 +158,13 @@ func usedPermissions() (used map[permission]bool, denied map[permission]harness.
 	return used, denied, err
 }
 
-// fullRun tells whether every test of the suite ran, so that an unused grant means
+// FullRun tells whether every test of the suite ran, so that an unused grant means
 // the chart grants too much rather than that a test was filtered out.
-func fullRun() bool {
+func FullRun() bool {
 	for _, name := range []string{"test.run", "test.skip"} {
 		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
 			return false
 		}
 	}
-	return !harness.ExistingCluster
+	return !ExistingCluster
 }

@@ -1,0 +1,37 @@
+//go:build e2e
+
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Plugin runs kubectl-cmsync as the administrator and returns its standard output.
+func Plugin(t *testing.T, args ...string) string {
+	t.Helper()
+	bin := os.Getenv("CMSYNC_PLUGIN")
+	if bin == "" {
+		t.Fatal("CMSYNC_PLUGIN is not set: run make e2e")
+	}
+	cmd := exec.Command(bin, append(args, "--kubeconfig", AdminKubeconfig)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl-cmsync %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// PluginJSON runs kubectl-cmsync with -o json and decodes its answer into v.
+func PluginJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out := Plugin(t, append(args, "-o", "json")...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("kubectl-cmsync %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
