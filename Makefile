@@ -245,7 +245,7 @@ BENCH_ARGS ?=
 BENCH_CMD ?= point
 
 .PHONY: bench
-bench: bench-tool ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s -rounds 3" for a short run, BENCH_CMD=apf BENCH_ARGS="-n 1000 -s 10" for a 429 storm, BENCH_CMD=styles for the ways of writing (hack/bench: point, sweep, restarts, apf, styles, plot).
+bench: bench-tool ## Benchmark cmsync against the API server's limit (N=1000 namespaces, U=20000 unrelated ConfigMaps, S=100 sources); BENCH_ARGS="-n 200 -u 2000 -s 10 -idle 10s -rounds 3" for a short run, BENCH_CMD=apf BENCH_ARGS="-n 1000 -s 10" for a 429 storm, BENCH_CMD=styles for the ways of writing (hack/bench: point, sweep, restarts, apf, styles, scoped, plot).
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) $(BENCH_CMD) -cmsync $(BIN)/cmsync $(BENCH_ARGS)
 
 SWEEP_ARGS ?=
@@ -258,8 +258,12 @@ bench-sweep: bench-tool ## The curve: fan-out, mass update, cleanup and restart 
 bench-restarts: bench-tool ## Only the sweep's memory and restarts at S=100 × 1,000 namespaces (100,000 replicas fanned out by cmsync, then 5 restarts; about 7 minutes); bench/results/restarts-*.json.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) restarts -cmsync $(BIN)/cmsync -sweep-s 100 -sweep-restarts 5 $(SWEEP_ARGS)
 
+.PHONY: bench-scoped
+bench-scoped: bench-tool ## Scoped mode (--namespaces) against the default at 10, 100 and 1,000 namespaces: watches of ConfigMaps at the API server, time to ready, memory, and the fan-out of one source against LIMIT's creates (3 rounds each, each point on a fresh control plane); bench/results/scoped-*.json.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) scoped -cmsync $(BIN)/cmsync -rounds 3 $(BENCH_ARGS)
+
 .PHONY: bench-smoke
-bench-smoke: bench-tool ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first), one round of it with LIMIT watched and cmsync's warm-up, a tiny restarts run and a tiny styles run, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
+bench-smoke: bench-tool ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first), one round of it with LIMIT watched and cmsync's warm-up, a tiny restarts run, a tiny styles run and a tiny scoped run, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) sweep -cmsync $(BIN)/cmsync \
 	  -sweep-n 20 -sweep-s 2 -sweep-sizes 4Ki -sweep-base-n 20 -sweep-rounds 2 -sweep-short-rounds 2 -idle 3s -aftermath 200ms \
 	  -out $(BIN)/bench-smoke -plot-dir $(BIN)/bench-smoke/plots
@@ -269,6 +273,7 @@ bench-smoke: bench-tool ## A tiny sweep (20 namespaces, 2 sources, two rounds: L
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) restarts -cmsync $(BIN)/cmsync \
 	  -sweep-s 2 -sweep-base-n 20 -sweep-restarts 1 -idle 3s -out $(BIN)/bench-smoke
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) styles -n 20 -rounds 2 -out $(BIN)/bench-smoke
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) scoped -cmsync $(BIN)/cmsync -scoped-n 5 -rounds 1 -aftermath 200ms -out $(BIN)/bench-smoke
 
 CHAOS_KILLS ?= 100
 CHAOS_LEADER_KILLS ?= 5

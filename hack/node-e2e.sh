@@ -129,6 +129,20 @@ grep -q "sha256: $(sha256sum .cache/plugin/dist/kubectl-cmsync_linux_amd64.tar.g
 mkdir -p .cache/plugin/unpacked && tar -C .cache/plugin/unpacked -xzf .cache/plugin/dist/kubectl-cmsync_linux_amd64.tar.gz
 CMSYNC_E2E_EXISTING_CLUSTER=1 CMSYNC_PLUGIN="$PWD/.cache/plugin/unpacked/kubectl-cmsync" HELM="$HELM" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
 
+# Scoped mode, once: the release upgraded to serve a list of namespaces (its own and the
+# pull secret's among them; scoped-later does not exist, so it gets no Role and the Pods
+# serve the others), then the scoped suite against its Pods.
+log "helm upgrade to scoped mode, and the scoped suite"
+for ns in scoped-src scoped-a scoped-b scoped-out unlisted-src; do "$KUBECTL" create namespace "$ns" >/dev/null; done
+"$HELM" upgrade cmsync "oci://$REGISTRY_HOST/cmsync/charts/cmsync" --version 0.1.0-node-e2e \
+  --ca-file "$REGISTRY_CA" --registry-config "$DOCKER_CONFIG/config.json" --namespace cmsync-system --reuse-values \
+  --set-json 'scope.namespaces=["cmsync-system","registry-credentials","scoped-src","scoped-a","scoped-b","scoped-later"]' >&2
+"$KUBECTL" -n cmsync-system rollout status deployment/cmsync --timeout=300s ||
+  { "$KUBECTL" get pods -A -o wide; "$KUBECTL" describe pods -n cmsync-system | tail -40; exit 1; }
+"$KUBECTL" get clusterrole cmsync -o jsonpath='{range .rules[*]}{.resources}{"\n"}{end}' | grep -q -E '"(configmaps|secrets)"' &&
+  { log "FAILED: the scoped ClusterRole still grants ConfigMaps or Secrets"; exit 1; }
+CMSYNC_E2E_EXISTING_CLUSTER=1 CMSYNC_PLUGIN="$PWD/.cache/plugin/unpacked/kubectl-cmsync" HELM="$HELM" go test -tags e2e -count=1 -timeout 15m ./test/scoped/... -v
+
 # A tampered image: one byte changed and pushed under the same tag. Its signature does
 # not verify, so it is not installed (the gate is the same verify-signature as above);
 # then the signed image is put back under the tag.

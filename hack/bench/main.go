@@ -32,6 +32,7 @@ type config struct {
 	sweepBaseN, sweepRounds, sweepShortRounds, sweepRestarts      int
 	restartVariants                                               string
 	plot, plotDir, stylesSize, stylesOp                           string
+	scopedN                                                       string
 }
 
 // writeVerbs are the audit log's verbs of a replica write.
@@ -69,6 +70,10 @@ var subcommands = map[string]subcommand{
 		"with controller-runtime's client, and with metadata-only answers, each with and without a metadata watch of the objects; " +
 		"-n namespaces, -rounds rounds (the first creates); writes bench/results/styles-<time>.json",
 		[]func(*flag.FlagSet, *config){bindPointFlags, bindStylesFlags}, writeStyles},
+	"scoped": {"scoped mode against the default at each count of -scoped-n listed namespaces: cmsync's watches of ConfigMaps held at the " +
+		"API server, time to ready, memory, and the fan-out of one source to every namespace against LIMIT's creates (medians of -rounds); " +
+		"writes bench/results/scoped-<time>.json",
+		[]func(*flag.FlagSet, *config){bindPointFlags, bindScopedFlags}, scopedModes},
 	"plot": {"only draw the plots of the sweep JSON files given as arguments (a later file's point replaces an earlier one's)",
 		[]func(*flag.FlagSet, *config){bindPlotDir}, func(c config) error { return report.DrawSweep(c.plot, c.plotDir) }},
 }
@@ -159,6 +164,11 @@ func bindSweepFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.restartVariants, "sweep-restart-variants", "",
 		"before the sweep's restarts, as many with each of these environments of cmsync (';'-separated, each space-separated NAME=value, "+
 			"e.g. 'GOGC=100;KUBE_FEATURE_WatchListClient=false'): to compare runtime settings on the same replicas")
+}
+
+// bindScopedFlags defines the flags of scoped mode's measurement (scoped).
+func bindScopedFlags(fs *flag.FlagSet, c *config) {
+	fs.StringVar(&c.scopedN, "scoped-n", "10,100,1000", "the counts of namespaces listed in --namespaces (each also measured without)")
 }
 
 // bindStylesFlags defines the flags of the ways of writing (styles).

@@ -52,3 +52,19 @@ func RequestCounters(raw []byte) (map[string]int, float64) {
 	}
 	return counts, allocated
 }
+
+// WatchesOf sums, from a scrape of the API server's /metrics, its watches of resource
+// in flight (apiserver_longrunning_requests with verb WATCH), of every scope.
+func WatchesOf(raw []byte, resource string) int {
+	total := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_longrunning_requests{") || !strings.Contains(line, `verb="WATCH"`) ||
+			!strings.Contains(line, `resource="`+resource+`"`) {
+			continue
+		}
+		_, value, _ := strings.Cut(line, "} ")
+		n, _ := strconv.ParseFloat(value, 64)
+		total += int(n)
+	}
+	return total
+}

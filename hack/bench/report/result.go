@@ -285,3 +285,28 @@ type APFRun struct {
 	NeighbourErrors    int     `json:"neighbourErrors"`
 	NeighbourRejected  int     `json:"neighbourRejected"`
 }
+
+// ScopedResult is scoped mode against the default, at each count of namespaces.
+type ScopedResult struct {
+	Date    string        `json:"date"`
+	Machine string        `json:"machine"`
+	Rounds  int           `json:"rounds"`
+	Points  []ScopedPoint `json:"points"`
+}
+
+// ScopedPoint is one mode at one count of namespaces: the API server's watches of
+// ConfigMaps cmsync holds after the rounds (those held before it started left out),
+// its time to ready, the fan-out of one source to
+// every namespace and LIMIT's creates of as many objects (medians, and each round's),
+// and cmsync's memory after the rounds.
+type ScopedPoint struct {
+	Mode               string    `json:"mode"`
+	Namespaces         int       `json:"namespaces"`
+	ConfigMapWatches   int       `json:"configMapWatches"`
+	ReadySeconds       float64   `json:"readySeconds"`
+	FanOutSeconds      float64   `json:"fanOutSeconds"`
+	LimitCreateSeconds float64   `json:"limitCreateSeconds"`
+	FanOutRounds       []float64 `json:"fanOutRounds"`
+	LimitCreateRounds  []float64 `json:"limitCreateRounds"`
+	Memory             Memory    `json:"memory"`
+}

@@ -121,3 +121,10 @@ func PrintResult(r Result) {
 		fmt.Printf("%-34s %9.2fs, %d writes\n", "SCALE RESTART: ready", r.Scale.Restart.ReadySeconds, r.Scale.Restart.Writes)
 	}
 }
+
+// PrintScopedPoint prints one mode at one count of namespaces.
+func PrintScopedPoint(p ScopedPoint) {
+	fmt.Printf("  %-12s N=%-5d watches of ConfigMaps %5d  ready %6.2fs  fan-out %6.2fs (LIMIT %6.2fs, %.2fx)  memory steady %.1f MiB, peak %.1f MiB\n",
+		p.Mode, p.Namespaces, p.ConfigMapWatches, p.ReadySeconds, p.FanOutSeconds, p.LimitCreateSeconds, p.FanOutSeconds/p.LimitCreateSeconds,
+		p.Memory.SteadyMiB, p.Memory.PeakMiB)
+}
