@@ -69,7 +69,7 @@ type Config struct {
 // New builds the replica cache of kind. The caller starts it (mgr.Add) and waits for
 // it before reconciling (the controller's watch does).
 func New[T desired.Object](ctx context.Context, cfg Config, kind desired.Kind[T]) (*Cache[T], error) {
-	httpClient, err := http1ClientFor(cfg.REST)
+	httpClient, err := watchClientFor(cfg.REST, len(cfg.Namespaces))
 	if err != nil {
 		return nil, fmt.Errorf("creating the %s replica cache: %w", kind.Name(), err)
 	}
