@@ -65,3 +65,37 @@ func TestScopedModeServesOnlyItsNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// Scoped mode composes with the other policies: with the tenant boundary on, a
+// tenant's source reaches its own served namespace, not another tenant's (served, not
+// accepting) nor its own tenant's unserved one; and its shape (target-name, keys)
+// applies to the replica.
+func TestScopedModeWithTenancyAndShaping(t *testing.T) {
+	tenant := "t" + randomSuffix()
+	src := newNamespace(t, "sct", map[string]string{tenantLabel: tenant})
+	mine := newNamespace(t, "sct", map[string]string{tenantLabel: tenant})
+	mineUnserved := newNamespace(t, "sct", map[string]string{tenantLabel: tenant})
+	other := newNamespace(t, "sco", map[string]string{tenantLabel: "other" + tenant})
+	c := startController(t, withTenantLabel(), withScope(src, mine, other))
+	source := newSource(t, src, "app", map[string]string{
+		v1alpha1.TargetNamespacesAnnotation: strings.Join([]string{mine, mineUnserved, other}, ","),
+		v1alpha1.TargetNameAnnotation:       "app-copy",
+		v1alpha1.KeysAnnotation:             "keep",
+	}, map[string]string{"keep": "1", "drop": "2"})
+	waitForSynced(t, source, "1/1")
+	replica, err := getConfigMap(mine, "app-copy")
+	must(t, err)
+	if len(replica.Data) != 1 || replica.Data["keep"] != "1" {
+		t.Errorf("the replica's data %v, want only keep=1", replica.Data)
+	}
+	for _, ns := range []string{mineUnserved, other} {
+		if _, err := getConfigMap(ns, "app-copy"); err == nil {
+			t.Errorf("a replica in %s", ns)
+		}
+	}
+	for _, request := range c.KindRequests() {
+		if strings.Contains(request, "/namespaces/"+mineUnserved+"/") {
+			t.Errorf("a request into the unserved namespace: %s", request)
+		}
+	}
+}
