@@ -183,8 +183,11 @@ func run(ctx context.Context, o options, cachesSynced func()) error {
 	if err := addHealthChecks(mgr); err != nil {
 		return err
 	}
-	if err := mgr.Add(replicator.Rescope{Clientset: scopeClient, Waiting: waiting, Secrets: replicate.Secrets,
-		Restart: func(reason string) { stop(errRescope{reason}) }}); err != nil {
+	rescope, err := replicator.NewRescope(ctx, mgr, scopeClient, waiting, replicate.Secrets, func(reason string) { stop(errRescope{reason}) })
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(rescope); err != nil {
 		return err
 	}
 	ctrl.Log.WithName("setup").Info("starting cmsync", "namespaces", replicate.Policy.Scope, "excludeNamespaces", replicate.Policy.ExcludeNamespaces,
@@ -205,7 +208,11 @@ func run(ctx context.Context, o options, cachesSynced func()) error {
 func servedScope(ctx context.Context, cs kubernetes.Interface, listed []string, secrets bool) (served, waiting []string, err error) {
 	logger := ctrl.Log.WithName("scope")
 	for {
-		served, reasons, err := replicator.Reachable(ctx, cs, listed, secrets)
+		namespaces, err := replicator.ListNamespaces(ctx, cs)
+		if err != nil {
+			return nil, nil, err
+		}
+		served, reasons, err := replicator.Reachable(ctx, cs, namespaces, listed, secrets)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -9,7 +9,10 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // In scoped mode (--namespaces) cmsync's caches hold one informer per namespace it
@@ -24,17 +27,29 @@ import (
 // yet has become reachable.
 const scopeRecheck = 30 * time.Second
 
-// Reachable splits the listed namespaces into those cmsync can serve now — the
-// namespace exists and cmsync may list and watch the kinds it replicates there — and
-// the others, each with its reason.
-func Reachable(ctx context.Context, cs kubernetes.Interface, listed []string, secrets bool) (reachable []string, waiting map[string]string, err error) {
-	existing, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+// ListNamespaces reads every namespace from the API server, before the manager's cache
+// holds them (at a start).
+func ListNamespaces(ctx context.Context, cs kubernetes.Interface) ([]desired.Namespace, error) {
+	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing namespaces: %w", err)
+		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
+	namespaces := make([]desired.Namespace, 0, len(list.Items))
+	for i := range list.Items {
+		namespaces = append(namespaces, desired.NamespaceOf(&list.Items[i]))
+	}
+	return namespaces, nil
+}
+
+// Reachable splits the listed namespaces into those cmsync can serve now — the
+// namespace is among namespaces, not terminating, and cmsync may list and watch the
+// kinds it replicates there — and the others, each with its reason.
+func Reachable(
+	ctx context.Context, cs kubernetes.Interface, namespaces []desired.Namespace, listed []string, secrets bool,
+) (reachable []string, waiting map[string]string, err error) {
 	exists := map[string]bool{}
-	for _, ns := range existing.Items {
-		exists[ns.Name] = ns.DeletionTimestamp == nil
+	for _, ns := range namespaces {
+		exists[ns.Name] = !ns.Terminating
 	}
 	waiting = map[string]string{}
 	for _, ns := range listed {
@@ -91,16 +106,27 @@ func matches(values []string, want string) bool {
 
 // Rescope checks every scopeRecheck whether a listed namespace cmsync could not serve
 // at its start has become reachable, and calls restart once one has. It runs in every
-// process, leading or not.
+// process, leading or not, and reads the namespaces from the manager's cache.
 type Rescope struct {
-	Clientset kubernetes.Interface
-	Waiting   []string
-	Secrets   bool
-	Restart   func(reason string)
+	clientset  kubernetes.Interface
+	namespaces namespaceLister
+	synced     func(context.Context) bool
+	waiting    []string
+	secrets    bool
+	restart    func(reason string)
+}
+
+// NewRescope is the recheck of the waiting namespaces, for mgr.Add.
+func NewRescope(ctx context.Context, mgr ctrl.Manager, cs kubernetes.Interface, waiting []string, secrets bool, restart func(reason string)) (Rescope, error) {
+	namespaces, err := newNamespaceLister(ctx, mgr.GetCache())
+	if err != nil {
+		return Rescope{}, err
+	}
+	return Rescope{clientset: cs, namespaces: namespaces, synced: allSynced(mgr.GetCache()), waiting: waiting, secrets: secrets, restart: restart}, nil
 }
 
 func (r Rescope) Start(ctx context.Context) error {
-	if len(r.Waiting) == 0 {
+	if len(r.waiting) == 0 || !r.synced(ctx) {
 		return nil
 	}
 	logger := log.FromContext(ctx).WithName("scope")
@@ -112,13 +138,13 @@ func (r Rescope) Start(ctx context.Context) error {
 			return nil
 		case <-ticker.C:
 		}
-		reachable, _, err := Reachable(ctx, r.Clientset, r.Waiting, r.Secrets)
+		reachable, _, err := Reachable(ctx, r.clientset, r.namespaces.List(), r.waiting, r.secrets)
 		if err != nil {
 			logger.Error(err, "checking the listed namespaces cmsync does not serve yet")
 			continue
 		}
 		if len(reachable) > 0 {
-			r.Restart(fmt.Sprintf("listed namespaces now reachable: %v", reachable))
+			r.restart(fmt.Sprintf("listed namespaces now reachable: %v", reachable))
 			return nil
 		}
 	}

@@ -37,11 +37,19 @@ as the comma list --reserved-names takes; reservedNames is it with kube-root-ca.
 which cmsync reserves whatever its flags say.
 */}}
 {{- define "cmsync.extraReservedNames" -}}
-{{- $names := .Values.reservedNames -}}
+{{- include "cmsync.commaList" .Values.reservedNames -}}
+{{- end }}
+
+{{/*
+commaList is a value given as a list, or as a comma list in one string, as one comma
+list: entries trimmed, empty ones and repeats dropped.
+*/}}
+{{- define "cmsync.commaList" -}}
+{{- $names := . -}}
 {{- if kindIs "string" $names -}}{{- $names = splitList "," $names -}}{{- end -}}
 {{- $clean := list -}}
 {{- range $names }}{{- if trim . }}{{- $clean = append $clean (trim .) -}}{{- end }}{{- end -}}
-{{- join "," $clean -}}
+{{- join "," ($clean | uniq) -}}
 {{- end }}
 
 {{- define "cmsync.reservedNames" -}}
@@ -55,11 +63,7 @@ comma list --namespaces takes: the namespaces cmsync serves in scoped mode; empt
 every namespace.
 */}}
 {{- define "cmsync.scope" -}}
-{{- $names := .Values.scope.namespaces -}}
-{{- if kindIs "string" $names -}}{{- $names = splitList "," $names -}}{{- end -}}
-{{- $clean := list -}}
-{{- range $names }}{{- if trim . }}{{- $clean = append $clean (trim .) -}}{{- end }}{{- end -}}
-{{- join "," ($clean | uniq) -}}
+{{- include "cmsync.commaList" .Values.scope.namespaces -}}
 {{- end }}
 
 {{/*
