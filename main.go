@@ -50,6 +50,7 @@ type options struct {
 	policy                  func() policyflags.Values
 	configMapSync           string
 	secrets                 string
+	secretSync              string
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaseDuration           time.Duration
@@ -82,6 +83,8 @@ func bindFlags(fs *flag.FlagSet) *options {
 		"Run the ConfigMapSync controller: auto (when its CRD is installed), enabled or disabled.")
 	fs.StringVar(&o.secrets, "secrets", "disabled",
 		"Replicate labelled Secrets too: enabled or disabled (no request about Secrets at all).")
+	fs.StringVar(&o.secretSync, "secretsync", "auto",
+		"Run the SecretSync controller (with --secrets=enabled): auto (when its CRD is installed), enabled or disabled.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader so that only one of several controller processes writes.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
@@ -248,6 +251,7 @@ func (o options) replicatorOptions() (replicator.Options, error) {
 		Registerer:      metrics.Registry,
 		ConfigMapSync:   o.configMapSync,
 		Secrets:         o.secrets == "enabled",
+		SecretSync:      o.secretSync,
 	}, nil
 }
 

@@ -85,7 +85,7 @@ func sameLifecycle(a, b desired.Object) bool {
 		(a.GetDeletionTimestamp() == nil) == (b.GetDeletionTimestamp() == nil)
 }
 
-// SyncChanged passes ConfigMapSync events except updates that change neither the spec
+// SyncChanged passes ConfigMapSync and SecretSync events except updates that change neither the spec
 // (generation), nor the status, nor the start of deletion: a finalizer write, a resync.
 // A status change passes for the reason SourceChanged gives.
 func SyncChanged() predicate.Predicate {
@@ -93,9 +93,9 @@ func SyncChanged() predicate.Predicate {
 		if e.ObjectOld == nil || e.ObjectNew == nil {
 			return true
 		}
-		oldSync, okOld := e.ObjectOld.(*v1alpha1.ConfigMapSync)
-		newSync, okNew := e.ObjectNew.(*v1alpha1.ConfigMapSync)
-		statusChanged := !okOld || !okNew || !equality.Semantic.DeepEqual(oldSync.Status, newSync.Status)
+		oldSync, okOld := e.ObjectOld.(v1alpha1.Sync)
+		newSync, okNew := e.ObjectNew.(v1alpha1.Sync)
+		statusChanged := !okOld || !okNew || !equality.Semantic.DeepEqual(oldSync.SyncStatus(), newSync.SyncStatus())
 		return statusChanged || !sameLifecycle(e.ObjectOld, e.ObjectNew)
 	}})
 }

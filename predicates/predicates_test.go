@@ -165,7 +165,7 @@ func TestNamespaceChanged(t *testing.T) {
 
 func TestSyncChanged(t *testing.T) {
 	base := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "u", Generation: 1},
-		Status: v1alpha1.ConfigMapSyncStatus{TargetNamespaces: 2, SyncedNamespaces: 2}}
+		Status: v1alpha1.SyncStatus{TargetNamespaces: 2, SyncedNamespaces: 2}}
 	tests := []struct {
 		name   string
 		mutate func(*v1alpha1.ConfigMapSync)

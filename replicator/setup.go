@@ -1,16 +1,18 @@
 package replicator
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -38,6 +40,9 @@ type Options struct {
 	// Secrets replicates labelled Secrets too. Off, cmsync makes no request about
 	// Secrets at all.
 	Secrets bool
+	// SecretSync runs the SecretSync controller, as ConfigMapSync says for its own,
+	// when Secrets is on. Empty, either is "auto".
+	SecretSync string
 	// CachesSynced, when set, is called once every cache the controllers read has
 	// listed, whether or not this process leads: the end of a start's burst.
 	CachesSynced func()
@@ -52,21 +57,27 @@ type Options struct {
 // spread could show. The two cross between 100 and 900 KiB.
 const metadataAnswersFrom = 256 << 10
 
-// Values of Options.ConfigMapSync.
+// Values of Options.ConfigMapSync and Options.SecretSync.
 const (
-	ConfigMapSyncAuto     = "auto"
-	ConfigMapSyncEnabled  = "enabled"
-	ConfigMapSyncDisabled = "disabled"
+	SyncAuto     = "auto"
+	SyncEnabled  = "enabled"
+	SyncDisabled = "disabled"
 )
 
 // Setup adds to mgr, for ConfigMaps and, with Options.Secrets, for Secrets: the
-// replica cache and the source controller; and, as Options.ConfigMapSync says, the
-// ConfigMapSync controller. mgr's cache must be built with ManagerCacheOptions(o) and
-// its scheme must include v1alpha1.
+// replica cache and the source controller; and, as Options.ConfigMapSync and
+// Options.SecretSync say, the controller of the explicit kind (ConfigMapSync,
+// SecretSync). mgr's cache must be built with ManagerCacheOptions(o) and its scheme
+// must include v1alpha1.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
-	runSyncs, err := shouldRunConfigMapSync(mgr, o.ConfigMapSync)
+	o.ConfigMapSync, o.SecretSync = cmp.Or(o.ConfigMapSync, SyncAuto), cmp.Or(o.SecretSync, SyncAuto)
+	runConfigMapSyncs, err := shouldRunSync(mgr, v1alpha1.ConfigMapSyncKind, o.ConfigMapSync)
 	if err != nil {
-		return err
+		return fmt.Errorf("--configmapsync=%s: %w", o.ConfigMapSync, err)
+	}
+	runSecretSyncs, err := shouldRunSecretSync(ctx, mgr, o)
+	if err != nil {
+		return fmt.Errorf("--secretsync=%s: %w", o.SecretSync, err)
 	}
 	kinds := []string{desired.ConfigMapKind{}.Name()}
 	if o.Secrets {
@@ -77,10 +88,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
+	if err := setupSync(ctx, mgr, o, runConfigMapSyncs, configMaps, configMapReplicas); err != nil {
+		return err
+	}
 	caches := []cache.Cache{mgr.GetCache(), configMapReplicas}
 	if o.Secrets {
-		_, secretReplicas, err := setupKind(ctx, mgr, o, desired.SecretKind{}, "secret-source", metrics)
+		secrets, secretReplicas, err := setupKind(ctx, mgr, o, desired.SecretKind{}, "secret-source", metrics)
 		if err != nil {
+			return err
+		}
+		if err := setupSync(ctx, mgr, o, runSecretSyncs, secrets, secretReplicas); err != nil {
 			return err
 		}
 		caches = append(caches, secretReplicas)
@@ -90,25 +107,34 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			return fmt.Errorf("adding the caches' start signal: %w", err)
 		}
 	}
-	if !runSyncs {
-		log.FromContext(ctx).Info("the ConfigMapSync controller is off", "configmapsync", o.ConfigMapSync)
+	return nil
+}
+
+// setupSync adds the controller of the explicit kind that names sources of the door's
+// kind (ConfigMapSync, SecretSync), when run says so.
+func setupSync[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Options, run bool, shared door[T], replicas *replicacache.Cache[T]) error {
+	kind := shared.engine.kind.NewSync().SyncSpec().Kind
+	if !run {
+		log.FromContext(ctx).Info("the " + kind + " controller is off")
 		return nil
 	}
-	clientset, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	watching, err := client.NewWithWatch(mgr.GetConfig(), client.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+	})
 	if err != nil {
-		return fmt.Errorf("creating a clientset: %w", err)
+		return fmt.Errorf("creating a client for the %s sources: %w", kind, err)
 	}
-	syncs := &syncReconciler{client: mgr.GetClient(), sources: newSourceWatcher(ctx, clientset),
-		ownStatus: newOwnStatus(desired.SameSyncOutcome), door: configMaps}
-	if err := syncs.SetupWithManager(mgr, configMapReplicas, o.Controller); err != nil {
-		return fmt.Errorf("setting up the ConfigMapSync controller: %w", err)
+	syncs := &syncReconciler[T]{client: mgr.GetClient(), sources: newSourceWatcher(ctx, shared.engine.kind, watching),
+		ownStatus: newOwnStatus(desired.SameSyncOutcome), door: shared}
+	if err := syncs.SetupWithManager(mgr, replicas, o.Controller); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", kind, err)
 	}
 	return nil
 }
 
 // setupKind adds the replica cache and the source controller (named name) of kind to
-// mgr, and returns the door their passes go through, which the ConfigMapSync
-// controller shares for ConfigMaps.
+// mgr, and returns the door their passes go through, which the controller of the
+// explicit kind shares.
 func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Options, kind desired.Kind[T], name string, metrics *sourceMetrics) (
 	door[T], *replicacache.Cache[T], error,
 ) {
@@ -187,31 +213,47 @@ func (w whenSynced) Start(ctx context.Context) error {
 
 func (whenSynced) NeedLeaderElection() bool { return false }
 
-// shouldRunConfigMapSync decides from the mode and whether the API server serves the
-// ConfigMapSync CRD.
-func shouldRunConfigMapSync(mgr ctrl.Manager, mode string) (bool, error) {
-	switch mode {
-	case ConfigMapSyncDisabled:
-		return false, nil
-	case ConfigMapSyncAuto, ConfigMapSyncEnabled:
-	default:
-		return false, fmt.Errorf("--configmapsync=%q: must be auto, enabled or disabled", mode)
+// shouldRunSecretSync decides for SecretSync: as for ConfigMapSync, and only with
+// Secrets on. Off, cmsync asks nothing about SecretSyncs either.
+func shouldRunSecretSync(ctx context.Context, mgr ctrl.Manager, o Options) (bool, error) {
+	if o.Secrets || o.SecretSync == SyncDisabled {
+		return shouldRunSync(mgr, v1alpha1.SecretSyncKind, o.SecretSync)
 	}
-	gk := schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: v1alpha1.ConfigMapSyncKind}
+	if err := checkSyncMode(o.SecretSync); err != nil {
+		return false, err
+	}
+	if o.SecretSync == SyncEnabled {
+		return false, errors.New("SecretSync replicates Secrets: it needs --secrets=enabled")
+	}
+	log.FromContext(ctx).Info("the SecretSync controller is off: Secrets are disabled (--secrets=disabled); SecretSyncs are left as they are")
+	return false, nil
+}
+
+// shouldRunSync decides from the mode and whether the API server serves the CRD of
+// the explicit kind.
+func shouldRunSync(mgr ctrl.Manager, kind, mode string) (bool, error) {
+	if err := checkSyncMode(mode); err != nil || mode == SyncDisabled {
+		return false, err
+	}
+	gk := schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: kind}
 	_, err := mgr.GetRESTMapper().RESTMapping(gk, v1alpha1.GroupVersion.Version)
 	switch {
 	case err == nil:
 		return true, nil
-	case meta.IsNoMatchError(err) && mode == ConfigMapSyncAuto:
+	case meta.IsNoMatchError(err) && mode == SyncAuto:
 		return false, nil
 	case meta.IsNoMatchError(err):
-		return false, fmt.Errorf(
-			"--configmapsync=enabled, but the API server does not serve %s.%s/%s: install the CRD from deploy/crds",
-			v1alpha1.ConfigMapSyncKind,
-			gk.Group,
-			v1alpha1.GroupVersion.Version,
-		)
+		return false, fmt.Errorf("the API server does not serve %s.%s/%s: install the CRD from deploy/crds",
+			kind, gk.Group, v1alpha1.GroupVersion.Version)
 	default:
-		return false, fmt.Errorf("looking up the ConfigMapSync CRD: %w", err)
+		return false, fmt.Errorf("looking up the %s CRD: %w", kind, err)
 	}
+}
+
+func checkSyncMode(mode string) error {
+	switch mode {
+	case SyncAuto, SyncEnabled, SyncDisabled:
+		return nil
+	}
+	return errors.New("must be auto, enabled or disabled")
 }

@@ -7,28 +7,31 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/cmsync/cmsync/replicator/desired"
 )
 
-// sourceWatcher watches exactly the ConfigMaps that ConfigMapSyncs name. Those need not
-// carry any cmsync label, and a label-filtered cache cannot see them; widening the cache
-// to every ConfigMap would make memory grow with the cluster. Instead each named source
-// gets its own informer, filtered server-side by namespace and metadata.name, so the
-// watcher holds those ConfigMaps and nothing else: one small watch per distinct source.
-// Informers start when a reconcile first asks for a source, so only the leader runs
-// them, and stop when no ConfigMapSync names the source any more.
-type sourceWatcher struct {
+// sourceWatcher watches exactly the objects of kind T that ConfigMapSyncs (or
+// SecretSyncs) name. Those need not carry any cmsync label, and a label-filtered cache
+// cannot see them; widening the cache to every ConfigMap (or Secret) would make memory
+// grow with the cluster. Instead each named source gets its own informer, filtered
+// server-side by namespace and metadata.name, so the watcher holds those objects and
+// nothing else: one small watch per distinct source. Informers start when a reconcile
+// first asks for a source, so only the leader runs them, and stop when no explicit
+// object names the source any more.
+type sourceWatcher[T desired.Object] struct {
 	ctx     context.Context
-	client  kubernetes.Interface
+	kind    desired.Kind[T]
+	client  client.WithWatch
 	events  chan event.GenericEvent
 	mu      sync.Mutex
 	sources map[types.NamespacedName]*sourceInformer
@@ -45,10 +48,11 @@ type sourceInformer struct {
 // syncTimeout bounds how long a reconcile waits for a new informer's first list.
 const syncTimeout = 30 * time.Second
 
-// newSourceWatcher returns a watcher whose informers live until ctx ends.
-func newSourceWatcher(ctx context.Context, client kubernetes.Interface) *sourceWatcher {
-	return &sourceWatcher{
+// newSourceWatcher returns a watcher of kind whose informers live until ctx ends.
+func newSourceWatcher[T desired.Object](ctx context.Context, kind desired.Kind[T], client client.WithWatch) *sourceWatcher[T] {
+	return &sourceWatcher[T]{
 		ctx:     ctx,
+		kind:    kind,
 		client:  client,
 		events:  make(chan event.GenericEvent, 1024),
 		sources: map[types.NamespacedName]*sourceInformer{},
@@ -57,11 +61,11 @@ func newSourceWatcher(ctx context.Context, client kubernetes.Interface) *sourceW
 
 // Events delivers a notification for every change of a watched source (for
 // source.Channel).
-func (w *sourceWatcher) Events() <-chan event.GenericEvent { return w.events }
+func (w *sourceWatcher[T]) Events() <-chan event.GenericEvent { return w.events }
 
-// Get returns the source ConfigMap, starting its watch if needed; found is false when it
-// does not exist.
-func (w *sourceWatcher) Get(ctx context.Context, key types.NamespacedName) (cm *corev1.ConfigMap, found bool, err error) {
+// Get returns the source, starting its watch if needed; found is false when it does not
+// exist.
+func (w *sourceWatcher[T]) Get(ctx context.Context, key types.NamespacedName) (src T, found bool, err error) {
 	source := w.ensure(key)
 	waitCtx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
@@ -77,17 +81,17 @@ func (w *sourceWatcher) Get(ctx context.Context, key types.NamespacedName) (cm *
 		case ctx.Err() != nil:
 			cause = ctx.Err() // the reconcile was called off (the process is stopping), not timed out
 		}
-		return nil, false, fmt.Errorf("reading source ConfigMap %s: %w", key.String(), cause)
+		return src, false, fmt.Errorf("reading source %s %s: %w", w.kind.Name(), key.String(), cause)
 	}
 	obj, exists, err := source.informer.GetStore().GetByKey(key.String())
 	if err != nil || !exists {
-		return nil, false, err
+		return src, false, err
 	}
-	return obj.(*corev1.ConfigMap).DeepCopy(), true, nil
+	return obj.(T).DeepCopyObject().(T), true, nil
 }
 
 // Retain stops the watches of sources not in keep.
-func (w *sourceWatcher) Retain(keep sets.Set[types.NamespacedName]) {
+func (w *sourceWatcher[T]) Retain(keep sets.Set[types.NamespacedName]) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for key, s := range w.sources {
@@ -98,27 +102,33 @@ func (w *sourceWatcher) Retain(keep sets.Set[types.NamespacedName]) {
 	}
 }
 
-func (w *sourceWatcher) ensure(key types.NamespacedName) *sourceInformer {
+func (w *sourceWatcher[T]) ensure(key types.NamespacedName) *sourceInformer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if s, ok := w.sources[key]; ok {
 		return s
 	}
-	selector := fields.OneTermEqualSelector("metadata.name", key.Name).String()
-	configMaps := w.client.CoreV1().ConfigMaps(key.Namespace)
+	// The raw options carry what the reflector sets (resourceVersion, bookmarks, the
+	// timeout); the selector and namespace are the client's own options.
+	only := func(opts *metav1.ListOptions) *client.ListOptions {
+		return &client.ListOptions{
+			Namespace:     key.Namespace,
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", key.Name),
+			Raw:           opts,
+		}
+	}
 	informer := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.FieldSelector = selector
-			return configMaps.List(ctx, opts)
+			list := w.kind.NewList()
+			return list, w.client.List(ctx, list, only(&opts))
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.FieldSelector = selector
-			return configMaps.Watch(ctx, opts)
+			return w.client.Watch(ctx, w.kind.NewList(), only(&opts))
 		},
-	}, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
+	}, w.kind.New(), 0, toolscache.Indexers{})
 	_ = informer.SetTransform(func(in any) (any, error) {
-		if cm, ok := in.(*corev1.ConfigMap); ok {
-			cm.ManagedFields = nil
+		if obj, ok := in.(T); ok {
+			obj.SetManagedFields(nil)
 		}
 		return in, nil
 	})
@@ -126,9 +136,9 @@ func (w *sourceWatcher) ensure(key types.NamespacedName) *sourceInformer {
 		if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
 		}
-		if cm, ok := obj.(*corev1.ConfigMap); ok {
+		if src, ok := obj.(T); ok {
 			select {
-			case w.events <- event.GenericEvent{Object: cm}:
+			case w.events <- event.GenericEvent{Object: src}:
 			case <-w.ctx.Done():
 			}
 		}

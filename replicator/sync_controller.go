@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,34 +28,36 @@ import (
 	"github.com/cmsync/cmsync/replicator/replicacache"
 )
 
-// syncReconciler is the ConfigMapSync front door: it resolves a ConfigMapSync's targets
-// and hands them to the same pass as the annotation form. Its replicas carry an owner
-// reference to the ConfigMapSync; a finalizer deletes them when the ConfigMapSync is
+// syncReconciler is the explicit front door for sources of kind T: ConfigMapSync for
+// ConfigMaps, SecretSync for Secrets (kind.NewSync). It resolves the explicit object's
+// targets and hands them to the same pass as the annotation form. Its replicas carry an
+// owner reference to the explicit object; a finalizer deletes them when that is
 // deleted, also where no garbage collector runs.
-type syncReconciler struct {
-	// client reads ConfigMapSyncs and namespaces from the manager's cache, and writes.
+type syncReconciler[T desired.Object] struct {
+	// client reads the explicit objects and namespaces from the manager's cache, and
+	// writes.
 	client client.Client
-	// sources watches the ConfigMaps that ConfigMapSyncs name.
-	sources *sourceWatcher
-	// ownStatus is what cmsync knows of its own status writes of each ConfigMapSync
+	// sources watches the objects that the explicit objects name.
+	sources *sourceWatcher[T]
+	// ownStatus is what cmsync knows of its own status writes of each explicit object
 	// that the cache may not show yet.
-	ownStatus *ownStatus[v1alpha1.ConfigMapSyncStatus]
-	door[*corev1.ConfigMap]
+	ownStatus *ownStatus[v1alpha1.SyncStatus]
+	door[T]
 }
 
-// +kubebuilder:rbac:groups=cmsync.io,resources=configmapsyncs,verbs=list;watch;patch
-// +kubebuilder:rbac:groups=cmsync.io,resources=configmapsyncs/status,verbs=patch
+// +kubebuilder:rbac:groups=cmsync.io,resources=configmapsyncs;secretsyncs,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=cmsync.io,resources=configmapsyncs/status;secretsyncs/status,verbs=patch
 
-// Reconcile brings the replicas of one ConfigMapSync in line with its spec and source.
-func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile brings the replicas of one explicit object in line with its spec and source.
+func (r *syncReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	defer func(start time.Time) { r.metrics.ObserveSync(time.Since(start)) }(time.Now())
 
-	sync := &v1alpha1.ConfigMapSync{}
+	sync := r.engine.kind.NewSync()
 	if err := r.client.Get(ctx, req.NamespacedName, sync); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.retainSourceWatches(ctx)
-	if !sync.DeletionTimestamp.IsZero() {
+	if sync.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, r.finalize(ctx, sync)
 	}
 	if err := r.ensureFinalizer(ctx, sync); err != nil {
@@ -62,7 +65,7 @@ func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 
 	owner := desired.SyncOwner(sync)
-	before := sync.Status.DeepCopy()
+	before := sync.SyncStatus().DeepCopy()
 	plan, problem, err := r.planFor(ctx, sync, owner)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -82,7 +85,7 @@ func (r *syncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	// A pass that changed nothing still gives an earlier pass's change whose status
 	// write did not land as the last sync.
 	changedAt, changed := r.ownStatus.lastChange(req.NamespacedName, pass.Changed(), time.Now())
-	desired.SetSyncStatus(&sync.Status, sync.Generation, owner.Source.String(), pass, changed, metav1.NewTime(changedAt))
+	desired.SetSyncStatus(sync.SyncStatus(), sync.GetGeneration(), owner.Source.String(), pass, changed, metav1.NewTime(changedAt))
 	err = r.writeStatus(ctx, sync, before, eventReasonOf(pass), changed)
 	r.ownStatus.settle(req.NamespacedName, changed, changedAt, err)
 	return r.finish(ctx, owner, pass, err)
@@ -100,7 +103,7 @@ func eventReasonOf(pass desired.Summary) string {
 	}
 }
 
-// syncProblem is why a ConfigMapSync cannot be acted on now; nothing is changed.
+// syncProblem is why an explicit object cannot be acted on now; nothing is changed.
 type syncProblem struct {
 	reason string
 	error
@@ -109,17 +112,17 @@ type syncProblem struct {
 // retried tells whether the pass is tried again with backoff: a Failed read of the
 // source (the API server refused it or did not answer) ends with no event to announce
 // it. Invalid and SourceNotFound end with an edit of the spec or the source, which
-// wakes the ConfigMapSync.
+// wakes the explicit object.
 func (p *syncProblem) retried() bool { return p.reason == v1alpha1.ReasonFailed }
 
-// planFor resolves the ConfigMapSync (desired.Resolve), then reads its source and
+// planFor resolves the explicit object (desired.Resolve), then reads its source and
 // completes the plan with it. A problem means: report and change nothing; an error
 // means: retry. With a problem, the plan has its targets when they could be resolved,
 // and no template.
-func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSync, owner desired.Owner) (Plan[*corev1.ConfigMap], *syncProblem, error) {
-	named := desired.Source[*corev1.ConfigMap]{Key: owner.Source, Sync: sync}
+func (r *syncReconciler[T]) planFor(ctx context.Context, sync v1alpha1.Sync, owner desired.Owner) (Plan[T], *syncProblem, error) {
+	named := desired.Source[T]{Key: owner.Source, Sync: sync}
 	intent := desired.Resolve(r.engine.kind, named, r.namespaces.List(), r.policy)
-	plan := Plan[*corev1.ConfigMap]{Targets: intent.Targets.Namespaces}
+	plan := Plan[T]{Targets: intent.Targets.Namespaces}
 	if intent.Invalid != nil {
 		return plan, &syncProblem{v1alpha1.ReasonInvalid, intent.Invalid}, nil
 	}
@@ -136,7 +139,8 @@ func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 	if !found {
 		return plan, &syncProblem{
 			v1alpha1.ReasonSourceNotFound,
-			fmt.Errorf("source ConfigMap %s not found; existing replicas are kept until it returns or this ConfigMapSync is deleted", owner.Source),
+			fmt.Errorf("source %s %s not found; existing replicas are kept until it returns or this %s is deleted",
+				owner.Kind, owner.Source, owner.Sync.Kind),
 		}, nil
 	}
 	named.Meta, named.Object, named.Whole = src, src, true
@@ -147,27 +151,27 @@ func (r *syncReconciler) planFor(ctx context.Context, sync *v1alpha1.ConfigMapSy
 	return plan, nil, nil
 }
 
-// reportProblem writes the status of a ConfigMapSync cmsync cannot act on: the
+// reportProblem writes the status of an explicit object cmsync cannot act on: the
 // replicas are counted as they are, since nothing was changed.
-func (r *syncReconciler) reportProblem(
+func (r *syncReconciler[T]) reportProblem(
 	ctx context.Context,
-	sync *v1alpha1.ConfigMapSync,
-	before *v1alpha1.ConfigMapSyncStatus,
+	sync v1alpha1.Sync,
+	before *v1alpha1.SyncStatus,
 	owner desired.Owner,
-	plan Plan[*corev1.ConfigMap],
+	plan Plan[T],
 	problem *syncProblem,
 ) error {
-	synced, err := r.engine.countIn(owner, desired.SyncReplicaName(sync.Spec), plan.Targets)
+	synced, err := r.engine.countIn(owner, desired.SyncReplicaName(sync.SyncSpec()), plan.Targets)
 	if err != nil {
 		return err
 	}
-	desired.SetSyncProblem(&sync.Status, sync.Generation, owner.Source.String(), problem.reason, problem, len(plan.Targets), synced)
+	desired.SetSyncProblem(sync.SyncStatus(), sync.GetGeneration(), owner.Source.String(), problem.reason, problem, len(plan.Targets), synced)
 	r.metrics.RecordProblem(owner, problem.reason)
 	return r.writeStatus(ctx, sync, before, problem.reason, false)
 }
 
-// finalize deletes every replica of a ConfigMapSync being deleted, then lets it go.
-func (r *syncReconciler) finalize(ctx context.Context, sync *v1alpha1.ConfigMapSync) error {
+// finalize deletes every replica of an explicit object being deleted, then lets it go.
+func (r *syncReconciler[T]) finalize(ctx context.Context, sync v1alpha1.Sync) error {
 	owner := desired.SyncOwner(sync)
 	r.metrics.ForgetSource(owner)
 	r.ownStatus.forget(client.ObjectKeyFromObject(sync))
@@ -178,17 +182,17 @@ func (r *syncReconciler) finalize(ctx context.Context, sync *v1alpha1.ConfigMapS
 	if err != nil {
 		return err
 	}
-	log.FromContext(ctx).Info("deleted the replicas of a deleted ConfigMapSync", "deleted", deleted)
-	before := sync.DeepCopy()
+	log.FromContext(ctx).Info("deleted the replicas of a deleted "+owner.Sync.Kind, "deleted", deleted)
+	before := sync.DeepCopyObject().(client.Object)
 	controllerutil.RemoveFinalizer(sync, v1alpha1.CleanupFinalizer)
 	return client.IgnoreNotFound(r.client.Patch(ctx, sync, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 }
 
-func (r *syncReconciler) ensureFinalizer(ctx context.Context, sync *v1alpha1.ConfigMapSync) error {
+func (r *syncReconciler[T]) ensureFinalizer(ctx context.Context, sync v1alpha1.Sync) error {
 	if controllerutil.ContainsFinalizer(sync, v1alpha1.CleanupFinalizer) {
 		return nil
 	}
-	before := sync.DeepCopy()
+	before := sync.DeepCopyObject().(client.Object)
 	controllerutil.AddFinalizer(sync, v1alpha1.CleanupFinalizer)
 	if err := r.client.Patch(ctx, sync, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
@@ -200,18 +204,18 @@ func (r *syncReconciler) ensureFinalizer(ctx context.Context, sync *v1alpha1.Con
 // when the Ready condition says something new (writeThenAnnounce). A pass that changed
 // no replica (changed) and read the very copy cmsync's own last status write replaced
 // writes nothing when that write said the same (ownStatus).
-func (r *syncReconciler) writeStatus(
-	ctx context.Context, sync *v1alpha1.ConfigMapSync, before *v1alpha1.ConfigMapSyncStatus, eventReason string, changed bool,
+func (r *syncReconciler[T]) writeStatus(
+	ctx context.Context, sync v1alpha1.Sync, before *v1alpha1.SyncStatus, eventReason string, changed bool,
 ) error {
-	if equality.Semantic.DeepEqual(*before, sync.Status) {
+	if equality.Semantic.DeepEqual(*before, *sync.SyncStatus()) {
 		return nil
 	}
-	key, replaced, status := client.ObjectKeyFromObject(sync), sync.ResourceVersion, *sync.Status.DeepCopy()
+	key, replaced, status := client.ObjectKeyFromObject(sync), sync.GetResourceVersion(), *sync.SyncStatus().DeepCopy()
 	if !changed && r.ownStatus.alreadySays(key, replaced, status) {
 		return nil
 	}
 	ready, old := meta.FindStatusCondition(
-		sync.Status.Conditions,
+		sync.SyncStatus().Conditions,
 		v1alpha1.ConditionReady,
 	), meta.FindStatusCondition(
 		before.Conditions,
@@ -223,16 +227,16 @@ func (r *syncReconciler) writeStatus(
 		if ready.Status == metav1.ConditionTrue {
 			eventType = corev1.EventTypeNormal
 		} else {
-			log.FromContext(ctx).Info("ConfigMapSync not ready", "reason", ready.Reason, "message", ready.Message)
+			log.FromContext(ctx).Info(sync.SyncSpec().Kind+" not ready", "reason", ready.Reason, "message", ready.Message)
 		}
-		r.recorder.Eventf(sync, nil, eventType, eventReason, "Sync", "%s (%s)", ready.Message, sync.Status.Synced)
+		r.recorder.Eventf(sync, nil, eventType, eventReason, "Sync", "%s (%s)", ready.Message, sync.SyncStatus().Synced)
 	}
 	// The patch holds the cached object's resourceVersion: a merge patch computed from a
 	// stale copy leaves out fields the copy already had, and could leave the server
 	// with a status no pass computed (a count of one pass beside the generation of
 	// the next). A conflict retries the pass (afterStatusWrite).
-	patched := sync.DeepCopy()
-	patched.Status = *before
+	patched := sync.DeepCopyObject().(v1alpha1.Sync)
+	*patched.SyncStatus() = *before
 	write := func() error {
 		err := r.client.Status().Patch(ctx, sync, client.MergeFromWithOptions(patched, client.MergeFromWithOptimisticLock{}))
 		if err == nil {
@@ -241,67 +245,77 @@ func (r *syncReconciler) writeStatus(
 		return client.IgnoreNotFound(err)
 	}
 	if err := writeThenAnnounce(write, announce, news, false); err != nil {
-		return fmt.Errorf("writing ConfigMapSync status: %w", err)
+		return fmt.Errorf("writing %s status: %w", sync.SyncSpec().Kind, err)
 	}
 	return nil
 }
 
-// retainSourceWatches keeps the source watches of every ConfigMapSync and stops the
+// retainSourceWatches keeps the source watches of every explicit object and stops the
 // others.
-func (r *syncReconciler) retainSourceWatches(ctx context.Context) {
-	var syncs v1alpha1.ConfigMapSyncList
-	if err := r.client.List(ctx, &syncs); err != nil {
+func (r *syncReconciler[T]) retainSourceWatches(ctx context.Context) {
+	syncs, err := r.list(ctx)
+	if err != nil {
 		return // keep every watch; the next pass retries
 	}
 	keep := sets.New[types.NamespacedName]()
-	for i := range syncs.Items {
-		if syncs.Items[i].DeletionTimestamp.IsZero() {
-			keep.Insert(desired.SyncOwner(&syncs.Items[i]).Source)
+	for _, s := range syncs {
+		if s.GetDeletionTimestamp() == nil {
+			keep.Insert(s.SyncSpec().Source())
 		}
 	}
 	r.sources.Retain(keep)
 }
 
-// findSyncsForSource maps a source ConfigMap to the ConfigMapSyncs naming it.
-func (r *syncReconciler) findSyncsForSource(ctx context.Context, cm client.Object) []reconcile.Request {
-	return r.findSyncs(ctx, func(s *v1alpha1.ConfigMapSync) bool {
-		return s.Spec.SourceNamespace == cm.GetNamespace() && s.Spec.ConfigMapName == cm.GetName()
+// findSyncsForSource maps a source to the explicit objects naming it.
+func (r *syncReconciler[T]) findSyncsForSource(ctx context.Context, src client.Object) []reconcile.Request {
+	return r.findSyncs(ctx, func(s v1alpha1.Sync) bool {
+		return s.SyncSpec().Source() == client.ObjectKeyFromObject(src)
 	})
 }
 
-// findSyncsForNamespace maps a namespace (old and new, on updates) to the
-// ConfigMapSyncs whose targets match it.
-func (r *syncReconciler) findSyncsForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+// findSyncsForNamespace maps a namespace (old and new, on updates) to the explicit
+// objects whose targets match it.
+func (r *syncReconciler[T]) findSyncsForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	ns := desired.NamespaceOf(obj)
-	return r.findSyncs(ctx, func(s *v1alpha1.ConfigMapSync) bool {
-		spec, err := desired.ParseSyncTargets(s.Spec)
+	return r.findSyncs(ctx, func(s v1alpha1.Sync) bool {
+		spec, err := desired.ParseSyncTargets(s.SyncSpec())
 		return err == nil && spec.Matches(ns)
 	})
 }
 
-func (r *syncReconciler) findSyncs(ctx context.Context, match func(*v1alpha1.ConfigMapSync) bool) []reconcile.Request {
-	var syncs v1alpha1.ConfigMapSyncList
-	if err := r.client.List(ctx, &syncs); err != nil {
-		log.FromContext(ctx).Error(err, "listing ConfigMapSyncs for an event")
+func (r *syncReconciler[T]) findSyncs(ctx context.Context, match func(v1alpha1.Sync) bool) []reconcile.Request {
+	syncs, err := r.list(ctx)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing the explicit objects for an event")
 		return nil
 	}
 	var requests []reconcile.Request
-	for i := range syncs.Items {
-		if match(&syncs.Items[i]) {
-			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Name: syncs.Items[i].Name}})
+	for _, s := range syncs {
+		if match(s) {
+			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Name: s.GetName()}})
 		}
 	}
 	return requests
 }
 
-// SetupWithManager watches ConfigMapSyncs, their replicas, the namespaces they may
-// target and, through the sourceWatcher, the ConfigMaps they name.
-func (r *syncReconciler) SetupWithManager(mgr ctrl.Manager, replicas *replicacache.Cache[*corev1.ConfigMap], options controller.Options) error {
+// list lists the explicit objects of the kind from the cache.
+func (r *syncReconciler[T]) list(ctx context.Context) ([]v1alpha1.Sync, error) {
+	list := r.engine.kind.NewSyncList()
+	if err := r.client.List(ctx, list); err != nil {
+		return nil, err
+	}
+	return list.Syncs(), nil
+}
+
+// SetupWithManager watches the explicit objects, their replicas, the namespaces they
+// may target and, through the sourceWatcher, the sources they name.
+func (r *syncReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas *replicacache.Cache[T], options controller.Options) error {
+	explicit := r.engine.kind.NewSync()
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("configmapsync").
-		For(&v1alpha1.ConfigMapSync{}, builder.WithPredicates(predicates.SyncChanged())).
+		Named(strings.ToLower(explicit.SyncSpec().Kind)).
+		For(explicit, builder.WithPredicates(predicates.SyncChanged())).
 		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](
-			mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.ConfigMapSync{}, handler.OnlyControllerOwner()))).
+			mgr.GetScheme(), mgr.GetRESTMapper(), r.engine.kind.NewSync(), handler.OnlyControllerOwner()))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSyncsForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(r.sources.Events(), handler.EnqueueRequestsFromMapFunc(r.findSyncsForSource))).

@@ -67,19 +67,21 @@ type ConfigMapSyncSpec struct {
 type FailedNamespace struct {
 	// Namespace is the target namespace.
 	Namespace string `json:"namespace"`
-	// Reason is Conflict (a ConfigMap cmsync does not own for this ConfigMapSync is in
-	// the way) or Failed (the API refused the write).
+	// Reason is Conflict (an object cmsync does not own for this ConfigMapSync or
+	// SecretSync is in the way) or Failed (the API refused the write).
 	Reason string `json:"reason"`
 	// Message is the detail.
 	Message string `json:"message"`
 }
 
-// ConfigMapSyncStatus is recomputed from the cluster on every pass.
-type ConfigMapSyncStatus struct {
+// SyncStatus is the status of a ConfigMapSync or a SecretSync, recomputed from the
+// cluster on every pass.
+type SyncStatus struct {
 	// ObservedGeneration is the generation of the spec this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Source is "<sourceNamespace>/<configMapName>".
+	// Source is "<sourceNamespace>/<configMapName>" (a SecretSync's:
+	// "<sourceNamespace>/<secretName>").
 	// +optional
 	Source string `json:"source,omitempty"`
 	// Synced is "<syncedNamespaces>/<targetNamespaces>".
@@ -120,8 +122,8 @@ type ConfigMapSync struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ConfigMapSyncSpec   `json:"spec"`
-	Status ConfigMapSyncStatus `json:"status,omitempty"`
+	Spec   ConfigMapSyncSpec `json:"spec"`
+	Status SyncStatus        `json:"status,omitempty"`
 }
 
 // ConfigMapSyncList is a list of ConfigMapSyncs.
@@ -130,4 +132,28 @@ type ConfigMapSyncList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ConfigMapSync `json:"items"`
+}
+
+// SyncSpec is the spec as the explicit kinds share it (Sync).
+func (s ConfigMapSyncSpec) SyncSpec() SyncSpec {
+	return SyncSpec{
+		Kind: ConfigMapSyncKind, SourceKind: "ConfigMap", SourceNamespace: s.SourceNamespace, SourceName: s.ConfigMapName,
+		DestinationNamespace: s.DestinationNamespace, DestinationNamespaces: s.DestinationNamespaces,
+		NamespaceSelector: s.NamespaceSelector, TargetName: s.TargetName, Keys: s.Keys,
+	}
+}
+
+// SyncSpec is its spec as the explicit kinds share it.
+func (s *ConfigMapSync) SyncSpec() SyncSpec { return s.Spec.SyncSpec() }
+
+// SyncStatus is its status.
+func (s *ConfigMapSync) SyncStatus() *SyncStatus { return &s.Status }
+
+// Syncs are the list's items.
+func (l *ConfigMapSyncList) Syncs() []Sync {
+	syncs := make([]Sync, len(l.Items))
+	for i := range l.Items {
+		syncs[i] = &l.Items[i]
+	}
+	return syncs
 }

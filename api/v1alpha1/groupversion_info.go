@@ -1,4 +1,4 @@
-// Package v1alpha1 holds the ConfigMapSync API (group cmsync.io, version v1alpha1) and
+// Package v1alpha1 holds the ConfigMapSync and SecretSync API (group cmsync.io, version v1alpha1) and
 // every label, annotation and name cmsync uses (keys.go).
 // +kubebuilder:object:generate=true
 // +groupName=cmsync.io
@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	// GroupVersion is the group and version of the ConfigMapSync API.
+	// GroupVersion is the group and version of the ConfigMapSync and SecretSync API.
 	GroupVersion = schema.GroupVersion{Group: "cmsync.io", Version: "v1alpha1"}
 
 	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
@@ -22,7 +22,7 @@ var (
 
 // addKnownTypes registers the API's types; an API package depends on apimachinery only.
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &ConfigMapSync{}, &ConfigMapSyncList{})
+	scheme.AddKnownTypes(GroupVersion, &ConfigMapSync{}, &ConfigMapSyncList{}, &SecretSync{}, &SecretSyncList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

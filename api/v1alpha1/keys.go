@@ -109,16 +109,18 @@ func IsStatusAnnotation(key string) bool {
 	return false
 }
 
-// ConfigMapSync names and condition vocabulary.
+// Names and condition vocabulary of the explicit kinds, ConfigMapSync and SecretSync.
 const (
-	// ConfigMapSyncKind is the kind of the explicit front door.
+	// ConfigMapSyncKind and SecretSyncKind are the kinds of the explicit front door.
 	ConfigMapSyncKind = "ConfigMapSync"
+	SecretSyncKind    = "SecretSync"
 
-	// CleanupFinalizer keeps a ConfigMapSync until its replicas are deleted, so
-	// deletion works also where no garbage collector honours owner references.
+	// CleanupFinalizer keeps a ConfigMapSync or SecretSync until its replicas are
+	// deleted, so deletion works also where no garbage collector honours owner
+	// references.
 	CleanupFinalizer = Prefix + "cleanup"
 
-	// ConditionReady is the one condition of a ConfigMapSync.
+	// ConditionReady is the one condition of a ConfigMapSync or SecretSync.
 	ConditionReady = "Ready"
 
 	// Reasons of the Ready condition, besides ReasonSynced and ReasonInvalid.

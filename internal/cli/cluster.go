@@ -132,10 +132,11 @@ func (c cluster) sourceObject(ctx context.Context, kind string, key types.Namesp
 	return in, nil
 }
 
-// syncInput is a ConfigMapSync and the ConfigMap it names, as far as it exists.
-func (c cluster) syncInput(ctx context.Context, sync *v1alpha1.ConfigMapSync) (input, error) {
-	owner := desired.SyncOwner(sync)
-	in, err := c.sourceObject(ctx, configMapKind, owner.Source)
+// syncInput is a ConfigMapSync or SecretSync and the object it names, as far as it
+// exists.
+func (c cluster) syncInput(ctx context.Context, sync v1alpha1.Sync) (input, error) {
+	spec := sync.SyncSpec()
+	in, err := c.sourceObject(ctx, spec.SourceKind, spec.Source())
 	in.sync = sync
 	return in, err
 }
@@ -154,17 +155,18 @@ func (c cluster) objectsNamed(ctx context.Context, kind, name string) (map[strin
 	return out, nil
 }
 
-// syncs lists the ConfigMapSyncs; none when the CRD is not installed.
-func (c cluster) syncs(ctx context.Context) ([]v1alpha1.ConfigMapSync, error) {
-	var list v1alpha1.ConfigMapSyncList
-	err := c.client.List(ctx, &list)
+// syncs lists the objects of the explicit kind that names sources of kind
+// (ConfigMapSyncs, SecretSyncs); none when its CRD is not installed.
+func syncs[T desired.Object](ctx context.Context, c cluster, kind desired.Kind[T]) ([]v1alpha1.Sync, error) {
+	list := kind.NewSyncList()
+	err := c.client.List(ctx, list)
 	if meta.IsNoMatchError(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("listing ConfigMapSyncs: %w", err)
+		return nil, fmt.Errorf("listing %ss: %w", kind.NewSync().SyncSpec().Kind, err)
 	}
-	return list.Items, nil
+	return list.Syncs(), nil
 }
 
 // controllerPolicy is the policy of the cmsync controller running in the cluster, read

@@ -59,7 +59,7 @@ func (o *options) statusCommand(out io.Writer) *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "status [-A | -n NAMESPACE]",
-		Short: "Every source (ConfigMaps, Secrets, ConfigMapSyncs) with its status, synced/targets, last sync and message",
+		Short: "Every source (ConfigMaps, Secrets, ConfigMapSyncs, SecretSyncs) with its status, synced/targets, last sync and message",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, namespace, err := o.connect()
@@ -131,7 +131,7 @@ func (o *options) explainCommand(out io.Writer) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&kind, "kind", "configmap", "The source's kind: configmap, secret or configmapsync (then give its NAME alone).")
+	cmd.Flags().StringVar(&kind, "kind", "configmap", "The source's kind: configmap, secret, configmapsync or secretsync (the last two: give its NAME alone).")
 	cmd.Flags().StringVar(&in, "in", "", "The namespace to explain.")
 	cmd.Flags().BoolVar(&all, "all", false, "Explain every namespace.")
 	return cmd
@@ -177,7 +177,7 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 			return o.print(out, p, func(w io.Writer) { printPreview(w, p) })
 		},
 	}
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "The changed source: a ConfigMap, Secret or ConfigMapSync manifest.")
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "The changed source: a ConfigMap, Secret, ConfigMapSync or SecretSync manifest.")
 	cmd.Flags().StringVar(&kind, "kind", "configmap", "The kind of NAMESPACE/NAME: configmap or secret.")
 	cmd.Flags().StringArrayVar(&annotations, "set-annotation", nil, "KEY=VALUE to set an annotation, KEY- to remove it (repeatable).")
 	return cmd

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/replicator/desired"
 )
 
@@ -92,18 +91,17 @@ func whatIsThere(src source, obj *metav1.PartialObjectMetadata, wanted bool) str
 }
 
 // readSource reads the source kind/ref from the cluster: a ConfigMap or Secret, or a
-// ConfigMapSync and the ConfigMap it names.
+// ConfigMapSync or SecretSync and the object it names.
 func readSource(ctx context.Context, c cluster, kind, ref string) (input, error) {
 	key, err := parseSourceRef(kind, ref)
 	if err != nil {
 		return input{}, err
 	}
-	if kind == v1alpha1.ConfigMapSyncKind {
-		var sync v1alpha1.ConfigMapSync
-		if err := c.client.Get(ctx, client.ObjectKey{Name: key.Name}, &sync); err != nil {
-			return input{}, fmt.Errorf("reading ConfigMapSync %s: %w", key.Name, err)
+	if sync := newSync(kind); sync != nil {
+		if err := c.client.Get(ctx, client.ObjectKey{Name: key.Name}, sync); err != nil {
+			return input{}, fmt.Errorf("reading %s %s: %w", kind, key.Name, err)
 		}
-		return c.syncInput(ctx, &sync)
+		return c.syncInput(ctx, sync)
 	}
 	in, err := c.sourceObject(ctx, kind, key)
 	if err != nil {

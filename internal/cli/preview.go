@@ -105,8 +105,8 @@ func previewOf(ctx context.Context, c cluster, read input, policy desired.Policy
 }
 
 // changedFromFile reads the changed source from a manifest: a ConfigMap or Secret of
-// the annotation form, or a ConfigMapSync (with the ConfigMap it names, from the
-// cluster).
+// the annotation form, or a ConfigMapSync or SecretSync (with the object it names,
+// from the cluster).
 func changedFromFile(ctx context.Context, c cluster, path string) (input, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -130,20 +130,20 @@ func changedFromFile(ctx context.Context, c cluster, path string) (input, error)
 		}
 		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		return input{kind: typed.Kind, key: key, meta: obj, whole: obj}, nil
-	case v1alpha1.ConfigMapSyncKind:
-		var sync v1alpha1.ConfigMapSync
-		if err := yaml.UnmarshalStrict(raw, &sync); err != nil {
+	case v1alpha1.ConfigMapSyncKind, v1alpha1.SecretSyncKind:
+		sync := newSync(typed.Kind)
+		if err := yaml.UnmarshalStrict(raw, sync); err != nil {
 			return input{}, fmt.Errorf("%s: %w", path, err)
 		}
-		// An existing ConfigMapSync's replicas are found by its UID.
-		var existing v1alpha1.ConfigMapSync
-		if err := c.client.Get(ctx, client.ObjectKey{Name: sync.Name}, &existing); client.IgnoreNotFound(err) != nil {
+		// An existing explicit object's replicas are found by its UID.
+		existing := newSync(typed.Kind)
+		if err := c.client.Get(ctx, client.ObjectKey{Name: sync.GetName()}, existing); client.IgnoreNotFound(err) != nil {
 			return input{}, err
 		}
-		sync.UID = existing.UID
-		return c.syncInput(ctx, &sync)
+		sync.SetUID(existing.GetUID())
+		return c.syncInput(ctx, sync)
 	}
-	return input{}, fmt.Errorf("%s: kind %q is not a source: give a ConfigMap, a Secret or a ConfigMapSync", path, typed.Kind)
+	return input{}, fmt.Errorf("%s: kind %q is not a source: give a ConfigMap, a Secret, a ConfigMapSync or a SecretSync", path, typed.Kind)
 }
 
 // changedAnnotations reads an existing ConfigMap or Secret source and applies
@@ -153,8 +153,8 @@ func changedAnnotations(ctx context.Context, c cluster, kind, ref string, change
 	if err != nil {
 		return input{}, err
 	}
-	if kind == v1alpha1.ConfigMapSyncKind {
-		return input{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a ConfigMapSync with -f")
+	if newSync(kind) != nil {
+		return input{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a %s with -f", kind)
 	}
 	in, err := c.sourceObject(ctx, kind, key)
 	if err != nil {

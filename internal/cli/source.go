@@ -16,7 +16,8 @@ import (
 // controller's own decision): the owner of its replicas, their name and kind, where
 // they go; or why the controller will not act on it.
 type source struct {
-	// describe names it for a person: "ConfigMap platform/ca-bundle", "ConfigMapSync ca".
+	// describe names it for a person: "ConfigMap platform/ca-bundle", "ConfigMapSync ca",
+	// "SecretSync db".
 	describe    string
 	kind        string
 	owner       desired.Owner
@@ -28,22 +29,28 @@ type source struct {
 	invalid error
 }
 
-// input is a source as the plugin read it: its metadata (nil when a ConfigMapSync's
-// source does not exist), and the whole object when it could be read.
+// input is a source as the plugin read it: its metadata (nil when an explicit
+// object's source does not exist), and the whole object when it could be read.
 type input struct {
 	kind  string
 	key   types.NamespacedName
 	meta  metav1.Object
 	whole client.Object
-	sync  *v1alpha1.ConfigMapSync
+	// sync is the ConfigMapSync or SecretSync naming the source; nil for the
+	// annotation form.
+	sync v1alpha1.Sync
 }
 
 // resolve decides as the controller does, with the controller's own function.
 func resolve(in input, namespaces []desired.Namespace, policy desired.Policy) source {
-	if in.sync != nil {
-		return sourceOf(v1alpha1.ConfigMapSyncKind+" "+in.sync.Name, in.kind, resolveKind(desired.ConfigMapKind{}, in, namespaces, policy))
-	}
 	describe := in.kind + " " + in.key.String()
+	if in.sync != nil {
+		describe = in.sync.SyncSpec().Kind + " " + in.sync.GetName()
+		if in.kind == secretKind {
+			return sourceOf(describe, in.kind, resolveKind(desired.SecretKind{}, in, namespaces, policy))
+		}
+		return sourceOf(describe, in.kind, resolveKind(desired.ConfigMapKind{}, in, namespaces, policy))
+	}
 	if in.meta.GetLabels()[v1alpha1.ReplicateLabel] != v1alpha1.ReplicateLabelValue {
 		return source{describe: describe, kind: in.kind, owner: desired.AnnotationOwner(in.kind, in.key), replicaName: in.key.Name,
 			invalid: fmt.Errorf("it is not labelled %s=%s, so it has no replicas", v1alpha1.ReplicateLabel, v1alpha1.ReplicateLabelValue)}
@@ -70,11 +77,11 @@ func sourceOf[T desired.Object](describe, kind string, intent desired.Intent[T])
 }
 
 // parseSourceRef reads "NAMESPACE/NAME" (a ConfigMap or Secret) or, for a
-// ConfigMapSync, "NAME".
+// ConfigMapSync or SecretSync, "NAME".
 func parseSourceRef(kind, ref string) (types.NamespacedName, error) {
-	if kind == v1alpha1.ConfigMapSyncKind {
+	if newSync(kind) != nil {
 		if strings.Contains(ref, "/") {
-			return types.NamespacedName{}, fmt.Errorf("a ConfigMapSync is cluster-scoped: name it without a namespace, not %q", ref)
+			return types.NamespacedName{}, fmt.Errorf("a %s is cluster-scoped: name it without a namespace, not %q", kind, ref)
 		}
 		return types.NamespacedName{Name: ref}, nil
 	}
@@ -94,6 +101,20 @@ func kindOf(flag string) (string, error) {
 		return secretKind, nil
 	case "configmapsync", "cms", "configmapsyncs":
 		return v1alpha1.ConfigMapSyncKind, nil
+	case "secretsync", "ssync", "secretsyncs":
+		return v1alpha1.SecretSyncKind, nil
 	}
-	return "", fmt.Errorf("--kind %q: must be configmap, secret or configmapsync", flag)
+	return "", fmt.Errorf("--kind %q: must be configmap, secret, configmapsync or secretsync", flag)
+}
+
+// newSync returns an empty object of the explicit kind (ConfigMapSync, SecretSync), or
+// nil when kind is not one.
+func newSync(kind string) v1alpha1.Sync {
+	switch kind {
+	case v1alpha1.ConfigMapSyncKind:
+		return desired.ConfigMapKind{}.NewSync()
+	case v1alpha1.SecretSyncKind:
+		return desired.SecretKind{}.NewSync()
+	}
+	return nil
 }

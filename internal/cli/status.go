@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // StatusRow is one source in `kubectl cmsync status`.
@@ -16,7 +18,7 @@ type StatusRow struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	// Status is Synced, Degraded or Invalid (for a ConfigMapSync: its Ready reason).
+	// Status is Synced, Degraded or Invalid (for a ConfigMapSync or SecretSync: its Ready reason).
 	Status string `json:"status"`
 	// Synced is "<in sync>/<targets>".
 	Synced string `json:"synced"`
@@ -26,7 +28,7 @@ type StatusRow struct {
 }
 
 // statusRows lists every source of both kinds and both forms, in namespace (all when
-// empty; a ConfigMapSync is in the namespace of its source). Secrets are listed as
+// empty; a ConfigMapSync or SecretSync is in the namespace of its source). Secrets are listed as
 // metadata: their values are never read.
 func statusRows(ctx context.Context, c cluster, namespace string) ([]StatusRow, error) {
 	var rows []StatusRow
@@ -49,24 +51,40 @@ func statusRows(ctx context.Context, c cluster, namespace string) ([]StatusRow, 
 			})
 		}
 	}
-	syncs, err := c.syncs(ctx)
+	configMapSyncs, err := syncRows(ctx, c, desired.ConfigMapKind{}, namespace)
+	if err != nil {
+		return nil, err
+	}
+	secretSyncs, err := syncRows(ctx, c, desired.SecretKind{}, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(rows, configMapSyncs, secretSyncs), nil
+}
+
+// syncRows are the rows of the explicit objects that name sources of kind, with their
+// source in namespace (all when empty).
+func syncRows[T desired.Object](ctx context.Context, c cluster, kind desired.Kind[T], namespace string) ([]StatusRow, error) {
+	explicit := kind.NewSync().SyncSpec().Kind
+	syncs, err := syncs(ctx, c, kind)
 	if apierrors.IsForbidden(err) {
-		return append(rows, StatusRow{Kind: v1alpha1.ConfigMapSyncKind, Name: "-", Status: "Unknown",
-			Message: "you may not list ConfigMapSyncs: " + err.Error()}), nil
+		return []StatusRow{{Kind: explicit, Name: "-", Status: "Unknown", Message: "you may not list " + explicit + "s: " + err.Error()}}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	var rows []StatusRow
 	for _, s := range syncs {
-		if namespace != "" && s.Spec.SourceNamespace != namespace {
+		if namespace != "" && s.SyncSpec().SourceNamespace != namespace {
 			continue
 		}
-		row := StatusRow{Kind: v1alpha1.ConfigMapSyncKind, Name: s.Name, Status: "Pending", Synced: s.Status.Synced}
-		if ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady); ready != nil {
+		status := s.SyncStatus()
+		row := StatusRow{Kind: explicit, Name: s.GetName(), Status: "Pending", Synced: status.Synced}
+		if ready := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady); ready != nil {
 			row.Status, row.Message = ready.Reason, ready.Message
 		}
-		if s.Status.LastSyncTime != nil {
-			row.LastSync = s.Status.LastSyncTime.UTC().Format(time.RFC3339)
+		if status.LastSyncTime != nil {
+			row.LastSync = status.LastSyncTime.UTC().Format(time.RFC3339)
 		}
 		rows = append(rows, row)
 	}

@@ -79,7 +79,7 @@ func FuzzParseSyncTargets(f *testing.F) {
 			spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: key, Operator: metav1.LabelSelectorOperator(operator), Values: []string{value}}}}
 		}
-		targets, err := ParseSyncTargets(spec)
+		targets, err := ParseSyncTargets(spec.SyncSpec())
 		if err != nil {
 			if msg := err.Error(); !strings.Contains(msg, "spec.") && !strings.Contains(msg, "no targets") {
 				t.Fatalf("error does not name the field: %q", msg)

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
 // Object is an object of a kind cmsync replicates.
@@ -53,6 +55,10 @@ type Kind[T Object] interface {
 	New() T
 	// NewList returns an empty list of the kind.
 	NewList() ObjectList
+	// NewSync and NewSyncList return an empty object and list of the explicit kind
+	// that names sources of this kind (ConfigMapSync, SecretSync).
+	NewSync() v1alpha1.Sync
+	NewSyncList() v1alpha1.SyncList
 	// Content returns the content of obj; its maps are obj's own.
 	Content(obj T) Content
 	// SetContent sets obj's content to c; the maps are taken, not copied.
@@ -76,6 +82,9 @@ func (ConfigMapKind) Name() string                  { return "ConfigMap" }
 func (ConfigMapKind) New() *corev1.ConfigMap        { return &corev1.ConfigMap{} }
 func (ConfigMapKind) NewList() ObjectList           { return &corev1.ConfigMapList{} }
 func (ConfigMapKind) PatchFields() (string, string) { return "data", "binaryData" }
+
+func (ConfigMapKind) NewSync() v1alpha1.Sync         { return &v1alpha1.ConfigMapSync{} }
+func (ConfigMapKind) NewSyncList() v1alpha1.SyncList { return &v1alpha1.ConfigMapSyncList{} }
 
 func (ConfigMapKind) CheckSource(*corev1.ConfigMap) error { return nil }
 
@@ -102,6 +111,9 @@ func (SecretKind) Name() string                  { return "Secret" }
 func (SecretKind) New() *corev1.Secret           { return &corev1.Secret{} }
 func (SecretKind) NewList() ObjectList           { return &corev1.SecretList{} }
 func (SecretKind) PatchFields() (string, string) { return "", "data" }
+
+func (SecretKind) NewSync() v1alpha1.Sync         { return &v1alpha1.SecretSync{} }
+func (SecretKind) NewSyncList() v1alpha1.SyncList { return &v1alpha1.SecretSyncList{} }
 
 // CheckSource refuses service-account tokens: a token authenticates as its
 // ServiceAccount, and copying it would hand that identity to every target namespace.

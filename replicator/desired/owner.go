@@ -13,8 +13,9 @@ import (
 )
 
 // Owner is on whose behalf replicas are written: the annotations of a source (the
-// annotation form), or a ConfigMapSync. Every replica has exactly one owner, read from
-// its markers: the source annotation, and for a ConfigMapSync an owner reference. Two
+// annotation form), or a ConfigMapSync or SecretSync (the explicit form). Every replica
+// has exactly one owner, read from its markers: the source annotation, and for the
+// explicit form an owner reference. Two
 // owners of the same source never share a replica: the first keeps it and the other
 // reports a conflict.
 type Owner struct {
@@ -22,7 +23,7 @@ type Owner struct {
 	Kind string
 	// Source is the object copied.
 	Source types.NamespacedName
-	// Sync references the ConfigMapSync; nil for the annotation form.
+	// Sync references the ConfigMapSync or SecretSync; nil for the annotation form.
 	Sync *metav1.OwnerReference
 }
 
@@ -31,16 +32,17 @@ func AnnotationOwner(kind string, source types.NamespacedName) Owner {
 	return Owner{Kind: kind, Source: source}
 }
 
-// SyncOwner is the owner of the replicas a ConfigMapSync asks for.
-func SyncOwner(sync *v1alpha1.ConfigMapSync) Owner {
+// SyncOwner is the owner of the replicas a ConfigMapSync or SecretSync asks for.
+func SyncOwner(sync v1alpha1.Sync) Owner {
+	spec := sync.SyncSpec()
 	return Owner{
-		Kind:   ConfigMapKind{}.Name(),
-		Source: types.NamespacedName{Namespace: sync.Spec.SourceNamespace, Name: sync.Spec.ConfigMapName},
+		Kind:   spec.SourceKind,
+		Source: spec.Source(),
 		Sync: &metav1.OwnerReference{
 			APIVersion: v1alpha1.GroupVersion.String(),
-			Kind:       v1alpha1.ConfigMapSyncKind,
-			Name:       sync.Name,
-			UID:        sync.UID,
+			Kind:       spec.Kind,
+			Name:       sync.GetName(),
+			UID:        sync.GetUID(),
 			Controller: ptr.To(true),
 		},
 	}
@@ -50,7 +52,7 @@ func SyncOwner(sync *v1alpha1.ConfigMapSync) Owner {
 // kind is indexed by it (OwnerKeyOf).
 func (o Owner) Key() string {
 	if o.Sync != nil {
-		return v1alpha1.ConfigMapSyncKind + "/" + string(o.Sync.UID)
+		return o.Sync.Kind + "/" + string(o.Sync.UID)
 	}
 	return o.Kind + "/" + o.Source.String()
 }
@@ -83,12 +85,13 @@ func namesSource(value string, source types.NamespacedName) bool {
 // OwnerKeyOf is the Key of the owner that a replica of kind names.
 func OwnerKeyOf(kind string, obj metav1.Object) string {
 	if ref := syncReference(obj); ref != nil {
-		return v1alpha1.ConfigMapSyncKind + "/" + string(ref.UID)
+		return ref.Kind + "/" + string(ref.UID)
 	}
 	return kind + "/" + obj.GetAnnotations()[v1alpha1.SourceAnnotation]
 }
 
-// SyncNameOf returns the name of the ConfigMapSync owning a replica, if one does.
+// SyncNameOf returns the name of the ConfigMapSync or SecretSync owning a replica, if
+// one does.
 func SyncNameOf(obj metav1.Object) (string, bool) {
 	if ref := syncReference(obj); ref != nil {
 		return ref.Name, true
@@ -123,7 +126,7 @@ func DescribeHolder(kind string, obj metav1.Object) string {
 	case !IsReplica(obj):
 		return "a " + kind + " not managed by cmsync exists"
 	case syncReference(obj) != nil:
-		return "a replica managed by ConfigMapSync " + syncReference(obj).Name + " exists"
+		return "a replica managed by " + syncReference(obj).Kind + " " + syncReference(obj).Name + " exists"
 	default:
 		return "a replica of " + obj.GetAnnotations()[v1alpha1.SourceAnnotation] + " made for its annotations exists"
 	}
@@ -134,7 +137,7 @@ func syncReference(obj metav1.Object) *metav1.OwnerReference {
 	// and this runs for every replica event (twice) and every comparison.
 	refs := obj.GetOwnerReferences()
 	for i := range refs {
-		if ref := &refs[i]; ref.Kind == v1alpha1.ConfigMapSyncKind && ref.APIVersion == syncAPIVersion && ptr.Deref(ref.Controller, false) {
+		if ref := &refs[i]; isSyncKind(ref.Kind) && ref.APIVersion == syncAPIVersion && ptr.Deref(ref.Controller, false) {
 			return ref
 		}
 	}
@@ -142,3 +145,7 @@ func syncReference(obj metav1.Object) *metav1.OwnerReference {
 }
 
 var syncAPIVersion = v1alpha1.GroupVersion.String()
+
+func isSyncKind(kind string) bool {
+	return kind == v1alpha1.ConfigMapSyncKind || kind == v1alpha1.SecretSyncKind
+}

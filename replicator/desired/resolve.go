@@ -21,9 +21,9 @@ type Source[T Object] struct {
 	// kind's check of the source and the byte budget are decided too.
 	Object T
 	Whole  bool
-	// Sync is the ConfigMapSync that names the source (the explicit form); nil for the
-	// annotation form.
-	Sync *v1alpha1.ConfigMapSync
+	// Sync is the ConfigMapSync or SecretSync that names the source (the explicit
+	// form); nil for the annotation form.
+	Sync v1alpha1.Sync
 }
 
 // AnnotatedSource is an annotated source read whole.
@@ -49,13 +49,13 @@ type Intent[T Object] struct {
 
 // Resolve is the one decision about what a source wants, made by both front doors and
 // by kubectl cmsync: the controller's policy over the source's form — its annotations
-// (the annotation form, bound by the tenant boundary) or the ConfigMapSync naming it —
+// (the annotation form, bound by the tenant boundary) or the ConfigMapSync or SecretSync naming it —
 // and, once the source is read, its content. Every problem of the source's own
-// annotations (or the ConfigMapSync's spec) is named in Invalid at once.
+// annotations (or the explicit kind's spec) is named in Invalid at once.
 func Resolve[T Object](kind Kind[T], src Source[T], namespaces []Namespace, policy Policy) Intent[T] {
 	var intent Intent[T]
 	if src.Sync != nil {
-		intent = resolveSync[T](src.Sync, namespaces, policy)
+		intent = resolveSync(kind, src.Sync, namespaces, policy)
 	} else {
 		intent = resolveAnnotated[T](kind, src, namespaces, policy)
 	}
@@ -93,25 +93,30 @@ func resolveAnnotated[T Object](kind Kind[T], src Source[T], namespaces []Namesp
 	return intent
 }
 
-// resolveSync decides from a ConfigMapSync's spec.
-func resolveSync[T Object](sync *v1alpha1.ConfigMapSync, namespaces []Namespace, policy Policy) Intent[T] {
-	owner := SyncOwner(sync)
-	intent := Intent[T]{Owner: owner, ReplicaName: SyncReplicaName(sync.Spec)}
-	spec, targetsErr := ParseSyncTargets(sync.Spec)
-	shape, shapeErr := ParseSyncShape(sync.Spec)
+// resolveSync decides from a ConfigMapSync's or SecretSync's spec.
+func resolveSync[T Object](kind Kind[T], sync v1alpha1.Sync, namespaces []Namespace, policy Policy) Intent[T] {
+	owner, syncSpec := SyncOwner(sync), sync.SyncSpec()
+	intent := Intent[T]{Owner: owner, ReplicaName: SyncReplicaName(syncSpec)}
+	if syncSpec.SourceKind != kind.Name() {
+		intent.Invalid = fmt.Errorf("a %s names a %s, not a %s", syncSpec.Kind, syncSpec.SourceKind, kind.Name())
+		return intent
+	}
+	spec, targetsErr := ParseSyncTargets(syncSpec)
+	shape, shapeErr := ParseSyncShape(syncSpec)
 	intent.shape = shape
 	if err := errors.Join(targetsErr, shapeErr, policy.CheckSourceNamespace(owner.Source.Namespace), policy.CheckReplicaName(intent.ReplicaName)); err != nil {
 		intent.Invalid = err
 		return intent
 	}
-	// A ConfigMapSync is an administrator's: the tenant boundary does not bind it.
+	// An explicit kind is cluster-scoped, an administrator's: the tenant boundary does
+	// not bind it.
 	intent.Spec, intent.Origin = spec, Unbound(owner.Source.Namespace)
 	intent.Targets = TargetNamespaces(spec, intent.Origin, namespaces, policy)
 	return intent
 }
 
 // WithSource completes an intent decided from its form with the source itself: a
-// ConfigMapSync's source must not be a replica, and its strip-metadata annotation
+// ConfigMapSync's or SecretSync's source must not be a replica, and its strip-metadata annotation
 // applies (it is the source owner's say over what of their metadata leaves the
 // namespace, whichever form copies it); a source read whole passes the kind's check,
 // becomes the replica's template and must fit the byte budget.

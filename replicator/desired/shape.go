@@ -56,11 +56,11 @@ func ShapeOf(source metav1.Object) (Shape, error) {
 	return shape, nil
 }
 
-// ParseSyncShape parses the fields of a ConfigMapSync's spec that shape its replicas:
+// ParseSyncShape parses the fields of a ConfigMapSync's or SecretSync's spec that shape its replicas:
 // targetName and keys. The CRD schema refuses most bad input; this also catches what
 // it cannot (a malformed glob), naming the field. Strip is left to the caller, who
 // reads it from the source.
-func ParseSyncShape(spec v1alpha1.ConfigMapSyncSpec) (Shape, error) {
+func ParseSyncShape(spec v1alpha1.SyncSpec) (Shape, error) {
 	var shape Shape
 	if spec.TargetName != "" {
 		name, err := parseTargetName(spec.TargetName)
@@ -79,13 +79,13 @@ func ParseSyncShape(spec v1alpha1.ConfigMapSyncSpec) (Shape, error) {
 	return shape, nil
 }
 
-// SyncReplicaName is the name of a ConfigMapSync's replicas as its spec gives it,
-// whether or not the rest of the spec is valid.
-func SyncReplicaName(spec v1alpha1.ConfigMapSyncSpec) string {
+// SyncReplicaName is the name of a ConfigMapSync's or SecretSync's replicas as its spec
+// gives it, whether or not the rest of the spec is valid.
+func SyncReplicaName(spec v1alpha1.SyncSpec) string {
 	if spec.TargetName != "" {
 		return spec.TargetName
 	}
-	return spec.ConfigMapName
+	return spec.SourceName
 }
 
 // parseTargetName checks a replica name. ConfigMaps and Secrets share the API server's

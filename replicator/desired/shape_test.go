@@ -134,7 +134,7 @@ func TestParseSyncShape(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			shape, err := ParseSyncShape(tt.spec)
+			shape, err := ParseSyncShape(tt.spec.SyncSpec())
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
@@ -147,7 +147,7 @@ func TestParseSyncShape(t *testing.T) {
 			if shape.Name != tt.wantName {
 				t.Errorf("name %q, want %q", shape.Name, tt.wantName)
 			}
-			if got, want := SyncReplicaName(tt.spec), shape.NameFor(tt.spec.ConfigMapName); got != want {
+			if got, want := SyncReplicaName(tt.spec.SyncSpec()), shape.NameFor(tt.spec.ConfigMapName); got != want {
 				t.Errorf("SyncReplicaName %q, shape says %q", got, want)
 			}
 			expectKeys(t, shape.Keys, tt.keep, tt.drop)

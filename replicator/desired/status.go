@@ -272,7 +272,7 @@ const maxFailedNamespaces = 20
 // source's last-sync-time). Conditions keep their
 // lastTransitionTime while their status does not change, so an unchanged outcome
 // leaves the status deep-equal to what it was.
-func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, source string, s Summary, changed bool, now metav1.Time) {
+func SetSyncStatus(status *v1alpha1.SyncStatus, generation int64, source string, s Summary, changed bool, now metav1.Time) {
 	status.ObservedGeneration = generation
 	status.Source = source
 	status.TargetNamespaces = int32(s.Targets)
@@ -309,11 +309,11 @@ func SetSyncStatus(status *v1alpha1.ConfigMapSyncStatus, generation int64, sourc
 // when: the conditions' lastTransitionTime and lastSyncTime may differ. A pass that
 // read an older copy than cmsync's own last status write computes those times from
 // that copy (a transition anew, an older last sync), while the server has the write's.
-func SameSyncOutcome(a, b v1alpha1.ConfigMapSyncStatus) bool {
+func SameSyncOutcome(a, b v1alpha1.SyncStatus) bool {
 	return equality.Semantic.DeepEqual(withoutTimes(a), withoutTimes(b))
 }
 
-func withoutTimes(status v1alpha1.ConfigMapSyncStatus) v1alpha1.ConfigMapSyncStatus {
+func withoutTimes(status v1alpha1.SyncStatus) v1alpha1.SyncStatus {
 	out := *status.DeepCopy()
 	out.LastSyncTime = nil
 	for i := range out.Conditions {
@@ -325,7 +325,7 @@ func withoutTimes(status v1alpha1.ConfigMapSyncStatus) v1alpha1.ConfigMapSyncSta
 // SetSyncProblem writes a status for a ConfigMapSync that cmsync cannot act on (reason
 // Invalid, SourceNotFound, or Failed when its source could not be read); nothing was
 // changed, so the counts describe the replicas as they are.
-func SetSyncProblem(status *v1alpha1.ConfigMapSyncStatus, generation int64, source, reason string, err error, targets, synced int) {
+func SetSyncProblem(status *v1alpha1.SyncStatus, generation int64, source, reason string, err error, targets, synced int) {
 	status.ObservedGeneration = generation
 	status.Source = source
 	status.TargetNamespaces = int32(targets)

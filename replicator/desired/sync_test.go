@@ -50,7 +50,7 @@ func TestParseSyncTargets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			targets, err := ParseSyncTargets(tt.spec)
+			targets, err := ParseSyncTargets(tt.spec.SyncSpec())
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)
@@ -69,7 +69,7 @@ func TestParseSyncTargets(t *testing.T) {
 
 func TestSetSyncStatus(t *testing.T) {
 	now := metav1.Now()
-	var status v1alpha1.ConfigMapSyncStatus
+	var status v1alpha1.SyncStatus
 	results := []Result{
 		{Namespace: "a", Outcome: Created},
 		{Namespace: "b", Outcome: Conflict, Err: errors.New("a ConfigMap not managed by cmsync exists")},
@@ -120,8 +120,8 @@ func TestSetSyncStatus(t *testing.T) {
 // say the same outcome; any other field tells them apart.
 func TestSameSyncOutcome(t *testing.T) {
 	at := func(s int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 27, 10, 0, s, 0, time.UTC)) }
-	status := func(synced string, transition, lastSync metav1.Time) v1alpha1.ConfigMapSyncStatus {
-		return v1alpha1.ConfigMapSyncStatus{
+	status := func(synced string, transition, lastSync metav1.Time) v1alpha1.SyncStatus {
+		return v1alpha1.SyncStatus{
 			ObservedGeneration: 2, Source: "platform/ca", TargetNamespaces: 3, SyncedNamespaces: 3, Synced: synced,
 			LastSyncTime: &lastSync,
 			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced,

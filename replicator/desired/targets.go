@@ -309,11 +309,11 @@ func matchesAny(patterns []string, name string) bool {
 	return false
 }
 
-// ParseSyncTargets builds the target spec of a ConfigMapSync: destinationNamespace,
+// ParseSyncTargets builds the target spec of a ConfigMapSync or SecretSync: destinationNamespace,
 // destinationNamespaces and namespaceSelector combine as a union, minus the "!" entries
 // of destinationNamespaces. The CRD schema already refuses most bad input; this also
 // catches what it cannot (malformed globs, selector operators), naming the field.
-func ParseSyncTargets(spec v1alpha1.ConfigMapSyncSpec) (TargetSpec, error) {
+func ParseSyncTargets(spec v1alpha1.SyncSpec) (TargetSpec, error) {
 	var include, exclude []string
 	if spec.DestinationNamespace != "" {
 		if err := validateNamespaceGlob(spec.DestinationNamespace); err != nil {

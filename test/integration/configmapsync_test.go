@@ -427,7 +427,7 @@ func TestConfigMapSyncStatusIsOnePassView(t *testing.T) {
 	w, err := watcher.Watch(ctx, &v1alpha1.ConfigMapSyncList{}, client.MatchingFields{"metadata.name": sync.Name})
 	must(t, err)
 	defer w.Stop()
-	seen := make(chan v1alpha1.ConfigMapSyncStatus, 1000)
+	seen := make(chan v1alpha1.SyncStatus, 1000)
 	go func() {
 		for e := range w.ResultChan() {
 			if s, ok := e.Object.(*v1alpha1.ConfigMapSync); ok {

@@ -41,13 +41,13 @@ func TestConfigMapSyncModes(t *testing.T) {
 	must(t, err)
 	defer func() { _ = bare.Stop() }()
 
-	if err := setupError(t, bare, replicator.ConfigMapSyncAuto); err != nil {
+	if err := setupError(t, bare, replicator.SyncAuto); err != nil {
 		t.Errorf("auto without the CRD: %v", err)
 	}
-	if err := setupError(t, bare, replicator.ConfigMapSyncDisabled); err != nil {
+	if err := setupError(t, bare, replicator.SyncDisabled); err != nil {
 		t.Errorf("disabled: %v", err)
 	}
-	if err := setupError(t, bare, replicator.ConfigMapSyncEnabled); err == nil || !strings.Contains(err.Error(), "install the CRD") {
+	if err := setupError(t, bare, replicator.SyncEnabled); err == nil || !strings.Contains(err.Error(), "install the CRD") {
 		t.Errorf("enabled without the CRD: %v", err)
 	}
 	if err := setupError(t, bare, "maybe"); err == nil || !strings.Contains(err.Error(), "must be auto, enabled or disabled") {
@@ -55,7 +55,7 @@ func TestConfigMapSyncModes(t *testing.T) {
 	}
 
 	// With the CRD installed, disabled leaves ConfigMapSyncs alone.
-	startController(t, func(o *replicator.Options) { o.ConfigMapSync = replicator.ConfigMapSyncDisabled })
+	startController(t, func(o *replicator.Options) { o.ConfigMapSync = replicator.SyncDisabled })
 	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: "default", ConfigMapName: "x", DestinationNamespace: "kube-public"})
 	consistently(t, 2*time.Second, "disabled controller does not touch ConfigMapSyncs", func() error {
 		got := &v1alpha1.ConfigMapSync{}

@@ -279,7 +279,7 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 		ConflictRecheck: time.Second,
 		Controller:      controller.Options{MaxConcurrentReconciles: 4},
 		Registerer:      c.Metrics,
-		ConfigMapSync:   replicator.ConfigMapSyncAuto,
+		ConfigMapSync:   replicator.SyncAuto,
 	}
 	for _, opt := range opts {
 		opt(&o)
