@@ -123,9 +123,9 @@ func main() {
 		go gctune.Run(ctx, started)
 	}
 	err := run(ctx, o, func() { close(started) })
-	var rescope errRescope
-	if errors.As(err, &rescope) {
-		restartInPlace(rescope)
+	var again errStartAgain
+	if errors.As(err, &again) {
+		startAgainInPlace(again)
 	}
 	if err != nil {
 		ctrl.Log.WithName("setup").Error(err, "cmsync stopped")
@@ -133,15 +133,16 @@ func main() {
 	}
 }
 
-// errRescope stops cmsync to start it again over more of the namespaces it lists.
-type errRescope struct{ reason string }
+// errStartAgain stops cmsync to start it again: to serve more of the namespaces it
+// lists, or to run the controller of a CRD installed since it started.
+type errStartAgain struct{ reason string }
 
-func (e errRescope) Error() string { return "starting again to serve more namespaces: " + e.reason }
+func (e errStartAgain) Error() string { return "starting again: " + e.reason }
 
-// restartInPlace starts cmsync again in this process (same pid, flags and
-// environment), as a new start of the binary: its caches are built anew over the
-// namespaces it can now serve. The manager has stopped and released the lease.
-func restartInPlace(why errRescope) {
+// startAgainInPlace starts cmsync again in this process (same pid, flags and
+// environment), as a new start of the binary: its caches and controllers are built
+// anew over what it can now serve. The manager has stopped and released the lease.
+func startAgainInPlace(why errStartAgain) {
 	ctrl.Log.WithName("setup").Info("starting again", "reason", why.reason)
 	exe, err := os.Executable()
 	if err == nil {
@@ -176,6 +177,7 @@ func run(ctx context.Context, o options, cachesSynced func()) error {
 	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
+	replicate.StartAgain = func(reason string) { stop(errStartAgain{reason}) }
 	mgr, err := newManager(o, cfg, replicator.ManagerCacheOptions(replicate))
 	if err != nil {
 		return err
@@ -186,7 +188,7 @@ func run(ctx context.Context, o options, cachesSynced func()) error {
 	if err := addHealthChecks(mgr); err != nil {
 		return err
 	}
-	rescope, err := replicator.NewRescope(ctx, mgr, scopeClient, waiting, replicate.Secrets, func(reason string) { stop(errRescope{reason}) })
+	rescope, err := replicator.NewRescope(ctx, mgr, scopeClient, waiting, replicate.Secrets, replicate.StartAgain)
 	if err != nil {
 		return err
 	}
@@ -199,7 +201,7 @@ func run(ctx context.Context, o options, cachesSynced func()) error {
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}
-	if cause := context.Cause(ctx); errors.As(cause, new(errRescope)) {
+	if cause := context.Cause(ctx); errors.As(cause, new(errStartAgain)) {
 		return cause
 	}
 	return nil

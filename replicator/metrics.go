@@ -66,13 +66,13 @@ func newMetrics(reg prometheus.Registerer, kinds ...string) *sourceMetrics {
 		}, []string{kindLabel, "state"}),
 		sources: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cmsync_sources",
-			Help: "Sources cmsync currently replicates, by kind: labelled objects (including those whose annotations are invalid) and ConfigMapSyncs.",
+			Help: "Sources cmsync currently replicates, by kind: labelled objects (including those whose annotations are invalid), ConfigMapSyncs and SecretSyncs.",
 		}, []string{kindLabel}),
 		notSynced: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cmsync_sources_not_synced",
 			Help: "Sources whose last pass did not leave every target in sync, by kind and reason: " +
-				"Conflict or Failed (Degraded; Failed also when a ConfigMapSync's source could not be read), " +
-				"Invalid (nothing was changed), SourceNotFound (a ConfigMapSync's source is missing).",
+				"Conflict or Failed (Degraded; Failed also when a ConfigMapSync's or SecretSync's source could not be read), " +
+				"Invalid (nothing was changed), SourceNotFound (a ConfigMapSync's or SecretSync's source is missing).",
 		}, []string{kindLabel, "reason"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "cmsync_sync_duration_seconds",

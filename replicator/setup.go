@@ -3,16 +3,12 @@ package replicator
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -43,6 +39,10 @@ type Options struct {
 	// SecretSync runs the SecretSync controller, as ConfigMapSync says for its own,
 	// when Secrets is on. Empty, either is "auto".
 	SecretSync string
+	// StartAgain, when set, is called once the API server serves the CRD of an
+	// explicit kind that "auto" found missing at the start: cmsync then starts again
+	// to run its controller.
+	StartAgain func(reason string)
 	// CachesSynced, when set, is called once every cache the controllers read has
 	// listed, whether or not this process leads: the end of a start's burst.
 	CachesSynced func()
@@ -57,13 +57,6 @@ type Options struct {
 // spread could show. The two cross between 100 and 900 KiB.
 const metadataAnswersFrom = 256 << 10
 
-// Values of Options.ConfigMapSync and Options.SecretSync.
-const (
-	SyncAuto     = "auto"
-	SyncEnabled  = "enabled"
-	SyncDisabled = "disabled"
-)
-
 // Setup adds to mgr, for ConfigMaps and, with Options.Secrets, for Secrets: the
 // replica cache and the source controller; and, as Options.ConfigMapSync and
 // Options.SecretSync say, the controller of the explicit kind (ConfigMapSync,
@@ -71,13 +64,8 @@ const (
 // must include v1alpha1.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	o.ConfigMapSync, o.SecretSync = cmp.Or(o.ConfigMapSync, SyncAuto), cmp.Or(o.SecretSync, SyncAuto)
-	runConfigMapSyncs, err := shouldRunSync(mgr, v1alpha1.ConfigMapSyncKind, o.ConfigMapSync)
-	if err != nil {
-		return fmt.Errorf("--configmapsync=%s: %w", o.ConfigMapSync, err)
-	}
-	runSecretSyncs, err := shouldRunSecretSync(ctx, mgr, o)
-	if err != nil {
-		return fmt.Errorf("--secretsync=%s: %w", o.SecretSync, err)
+	if err := checkSyncModes(o); err != nil {
+		return err
 	}
 	kinds := []string{desired.ConfigMapKind{}.Name()}
 	if o.Secrets {
@@ -88,7 +76,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
-	if err := setupSync(ctx, mgr, o, runConfigMapSyncs, configMaps, configMapReplicas); err != nil {
+	var withoutCRD []string
+	if withoutCRD, err = setupSync(ctx, mgr, o, o.ConfigMapSync, configMaps, configMapReplicas, withoutCRD); err != nil {
 		return err
 	}
 	caches := []cache.Cache{mgr.GetCache(), configMapReplicas}
@@ -97,37 +86,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if err != nil {
 			return err
 		}
-		if err := setupSync(ctx, mgr, o, runSecretSyncs, secrets, secretReplicas); err != nil {
+		if withoutCRD, err = setupSync(ctx, mgr, o, o.SecretSync, secrets, secretReplicas, withoutCRD); err != nil {
 			return err
 		}
 		caches = append(caches, secretReplicas)
+	} else if o.SecretSync != SyncDisabled {
+		log.FromContext(ctx).Info("the SecretSync controller is off: Secrets are disabled (--secrets=disabled); SecretSyncs are left as they are")
+	}
+	if len(withoutCRD) > 0 && o.StartAgain != nil {
+		if err := mgr.Add(awaitCRDs{mapper: mgr.GetRESTMapper(), kinds: withoutCRD, startAgain: o.StartAgain}); err != nil {
+			return fmt.Errorf("adding the wait for CRDs: %w", err)
+		}
 	}
 	if o.CachesSynced != nil {
 		if err := mgr.Add(whenSynced{synced: allSynced(caches...), then: o.CachesSynced}); err != nil {
 			return fmt.Errorf("adding the caches' start signal: %w", err)
 		}
-	}
-	return nil
-}
-
-// setupSync adds the controller of the explicit kind that names sources of the door's
-// kind (ConfigMapSync, SecretSync), when run says so.
-func setupSync[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Options, run bool, shared door[T], replicas *replicacache.Cache[T]) error {
-	kind := shared.engine.kind.NewSync().SyncSpec().Kind
-	if !run {
-		log.FromContext(ctx).Info("the " + kind + " controller is off")
-		return nil
-	}
-	watching, err := client.NewWithWatch(mgr.GetConfig(), client.Options{
-		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-	})
-	if err != nil {
-		return fmt.Errorf("creating a client for the %s sources: %w", kind, err)
-	}
-	syncs := &syncReconciler[T]{client: mgr.GetClient(), sources: newSourceWatcher(ctx, shared.engine.kind, watching),
-		ownStatus: newOwnStatus(desired.SameSyncOutcome), door: shared}
-	if err := syncs.SetupWithManager(mgr, replicas, o.Controller); err != nil {
-		return fmt.Errorf("setting up the %s controller: %w", kind, err)
 	}
 	return nil
 }
@@ -212,48 +186,3 @@ func (w whenSynced) Start(ctx context.Context) error {
 }
 
 func (whenSynced) NeedLeaderElection() bool { return false }
-
-// shouldRunSecretSync decides for SecretSync: as for ConfigMapSync, and only with
-// Secrets on. Off, cmsync asks nothing about SecretSyncs either.
-func shouldRunSecretSync(ctx context.Context, mgr ctrl.Manager, o Options) (bool, error) {
-	if o.Secrets || o.SecretSync == SyncDisabled {
-		return shouldRunSync(mgr, v1alpha1.SecretSyncKind, o.SecretSync)
-	}
-	if err := checkSyncMode(o.SecretSync); err != nil {
-		return false, err
-	}
-	if o.SecretSync == SyncEnabled {
-		return false, errors.New("SecretSync replicates Secrets: it needs --secrets=enabled")
-	}
-	log.FromContext(ctx).Info("the SecretSync controller is off: Secrets are disabled (--secrets=disabled); SecretSyncs are left as they are")
-	return false, nil
-}
-
-// shouldRunSync decides from the mode and whether the API server serves the CRD of
-// the explicit kind.
-func shouldRunSync(mgr ctrl.Manager, kind, mode string) (bool, error) {
-	if err := checkSyncMode(mode); err != nil || mode == SyncDisabled {
-		return false, err
-	}
-	gk := schema.GroupKind{Group: v1alpha1.GroupVersion.Group, Kind: kind}
-	_, err := mgr.GetRESTMapper().RESTMapping(gk, v1alpha1.GroupVersion.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case meta.IsNoMatchError(err) && mode == SyncAuto:
-		return false, nil
-	case meta.IsNoMatchError(err):
-		return false, fmt.Errorf("the API server does not serve %s.%s/%s: install the CRD from deploy/crds",
-			kind, gk.Group, v1alpha1.GroupVersion.Version)
-	default:
-		return false, fmt.Errorf("looking up the %s CRD: %w", kind, err)
-	}
-}
-
-func checkSyncMode(mode string) error {
-	switch mode {
-	case SyncAuto, SyncEnabled, SyncDisabled:
-		return nil
-	}
-	return errors.New("must be auto, enabled or disabled")
-}

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -67,5 +69,89 @@ func TestConfigMapSyncModes(t *testing.T) {
 		}
 		return nil
 	})
+	must(t, k8s.Delete(context.Background(), sync))
+}
+
+// setupWith sets cmsync up against env with the options as change leaves them, and
+// returns the manager (not started) or the setup's error.
+func setupWith(t *testing.T, env *controlplane.Env, change func(*replicator.Options)) (ctrl.Manager, error) {
+	t.Helper()
+	o := replicator.Options{Policy: defaultPolicy(), Writers: 1, ConflictRecheck: time.Second, Registerer: prometheus.NewRegistry()}
+	change(&o)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 newScheme(),
+		Cache:                  replicator.ManagerCacheOptions(o),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr(true)},
+	})
+	must(t, err)
+	return mgr, replicator.Setup(context.Background(), mgr, o)
+}
+
+// --secretsync: enabled refuses to start without the CRD or without Secrets, saying
+// what to do; auto runs without the CRD and starts again once it is installed.
+func TestSecretSyncModes(t *testing.T) {
+	bare, err := controlplane.Start() // no CRDs installed
+	must(t, err)
+	defer func() { _ = bare.Stop() }()
+
+	for _, tc := range []struct {
+		secrets bool
+		mode    string
+		want    string
+	}{
+		{true, replicator.SyncEnabled, "install the CRD"},
+		{false, replicator.SyncEnabled, "it needs --secrets=enabled"},
+		{true, "sometimes", "must be auto, enabled or disabled"},
+	} {
+		_, err := setupWith(t, bare, func(o *replicator.Options) { o.Secrets, o.SecretSync = tc.secrets, tc.mode })
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--secretsync") {
+			t.Errorf("secrets %v, --secretsync=%s: %v, want an error saying %q", tc.secrets, tc.mode, err, tc.want)
+		}
+	}
+
+	startedAgain := make(chan string, 1)
+	mgr, err := setupWith(t, bare, func(o *replicator.Options) {
+		o.Secrets, o.SecretSync, o.ConfigMapSync = true, replicator.SyncAuto, replicator.SyncDisabled
+		o.StartAgain = func(reason string) { startedAgain <- reason }
+	})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = mgr.Start(ctx) }()
+	_, err = envtest.InstallCRDs(bare.Config, envtest.CRDInstallOptions{Paths: []string{"../../deploy/crds/cmsync.io_secretsyncs.yaml"}})
+	must(t, err)
+	select {
+	case reason := <-startedAgain:
+		if !strings.Contains(reason, v1alpha1.SecretSyncKind) {
+			t.Errorf("started again because %q", reason)
+		}
+	case <-time.After(90 * time.Second):
+		t.Error("the SecretSync CRD installed after the start: cmsync did not start again to run its controller")
+	}
+}
+
+// With Secrets disabled, SecretSyncs are left alone (no finalizer, no status, no
+// request about Secrets); the end-to-end suite reads the log line that says why.
+func TestSecretSyncIsInertWithoutSecrets(t *testing.T) {
+	running := startController(t)
+	srcNS, dst := newNamespace(t, "ssync-src", nil), newNamespace(t, "ssync-dst", nil)
+	sync := &v1alpha1.SecretSync{ObjectMeta: metav1.ObjectMeta{Name: "inert-" + randomSuffix()},
+		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x", DestinationNamespace: dst}}
+	must(t, k8s.Create(context.Background(), sync))
+	consistently(t, 2*time.Second, "SecretSync untouched", func() error {
+		got := &v1alpha1.SecretSync{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(sync), got); err != nil {
+			return err
+		}
+		if len(got.Finalizers) != 0 || len(got.Status.Conditions) != 0 {
+			return errorf("reconciled: %+v", got.ObjectMeta)
+		}
+		return nil
+	})
+	if n := running.secretRequests.Load(); n != 0 {
+		t.Errorf("%d requests about Secrets with --secrets=disabled", n)
+	}
 	must(t, k8s.Delete(context.Background(), sync))
 }
