@@ -49,11 +49,11 @@ type sourceInformer struct {
 const syncTimeout = 30 * time.Second
 
 // newSourceWatcher returns a watcher of kind whose informers live until ctx ends.
-func newSourceWatcher[T desired.Object](ctx context.Context, kind desired.Kind[T], client client.WithWatch) *sourceWatcher[T] {
+func newSourceWatcher[T desired.Object](ctx context.Context, kind desired.Kind[T], c client.WithWatch) *sourceWatcher[T] {
 	return &sourceWatcher[T]{
 		ctx:     ctx,
 		kind:    kind,
-		client:  client,
+		client:  c,
 		events:  make(chan event.GenericEvent, 1024),
 		sources: map[types.NamespacedName]*sourceInformer{},
 	}

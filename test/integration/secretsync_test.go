@@ -327,12 +327,21 @@ func TestSecretSyncBadSpecsAndMissingSource(t *testing.T) {
 	if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "malformed glob") {
 		t.Errorf("message %q", msg)
 	}
-	reserved := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x", DestinationNamespace: dst, TargetName: v1alpha1.RootCAConfigMapName})
+	reserved := newSecretSync(
+		t,
+		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x", DestinationNamespace: dst, TargetName: v1alpha1.RootCAConfigMapName},
+	)
 	waitForSecretSyncReady(t, reserved, metav1.ConditionFalse, v1alpha1.ReasonInvalid, "")
 
 	late := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "late", DestinationNamespace: dst})
 	got = waitForSecretSyncReady(t, late, metav1.ConditionFalse, v1alpha1.ReasonSourceNotFound, "0/1")
-	if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "source Secret "+srcNS+"/late not found") {
+	if msg := meta.FindStatusCondition(
+		got.Status.Conditions,
+		v1alpha1.ConditionReady,
+	).Message; !strings.Contains(
+		msg,
+		"source Secret "+srcNS+"/late not found",
+	) {
 		t.Errorf("message %q", msg)
 	}
 	src := plainSecret(t, srcNS, "late", corev1.SecretTypeOpaque, map[string][]byte{"k": []byte("v")})

@@ -164,6 +164,55 @@ func TestScopedConfigMapSync(t *testing.T) {
 	harness.WaitForReplicas(t, srcNS, "ca", 30*time.Second)
 }
 
+// A SecretSync is limited the same way: its unlabelled source fans out to the served
+// destinations alone, and a source namespace outside makes it not Ready.
+func TestScopedSecretSync(t *testing.T) {
+	listWatch(t)
+	ctx := context.Background()
+	must(
+		t,
+		harness.K8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: srcNS, Name: "db"}, StringData: map[string]string{"password": "p"}}),
+	)
+	sync := &v1alpha1.SecretSync{ObjectMeta: metav1.ObjectMeta{Name: "scoped-db"},
+		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "db", DestinationNamespaces: []string{aNS, outNS}}}
+	must(t, harness.K8s.Create(ctx, sync))
+	secretValueIs(t, aNS, "db", "p")
+	eventually(t, 30*time.Second, "the SecretSync Ready in its served target alone", func() error {
+		must(t, harness.K8s.Get(ctx, client.ObjectKeyFromObject(sync), sync))
+		if ready := meta.FindStatusCondition(
+			sync.Status.Conditions,
+			v1alpha1.ConditionReady,
+		); ready == nil || ready.Status != metav1.ConditionTrue ||
+			sync.Status.Synced != "1/1" {
+			return fmt.Errorf("Ready %+v, synced %q", ready, sync.Status.Synced)
+		}
+		return nil
+	})
+	if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: outNS, Name: "db"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a replica outside the served namespaces: %v", err)
+	}
+
+	unserved := &v1alpha1.SecretSync{ObjectMeta: metav1.ObjectMeta{Name: "unserved-db"},
+		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: elsewhere, SecretName: "db", DestinationNamespace: aNS}}
+	must(t, harness.K8s.Create(ctx, unserved))
+	eventually(t, 30*time.Second, "the SecretSync of an unserved namespace not Ready, saying why", func() error {
+		must(t, harness.K8s.Get(ctx, client.ObjectKeyFromObject(unserved), unserved))
+		ready := meta.FindStatusCondition(unserved.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionFalse || !strings.Contains(ready.Message, "--namespaces") {
+			return fmt.Errorf("Ready %+v", ready)
+		}
+		return nil
+	})
+	must(t, harness.K8s.Delete(ctx, unserved))
+	must(t, harness.K8s.Delete(ctx, sync))
+	eventually(t, 30*time.Second, "the replica deleted with its SecretSync", func() error {
+		if err := harness.K8s.Get(ctx, client.ObjectKey{Namespace: aNS, Name: "db"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+}
+
 // The admission policy guards replicas in the served namespaces alone: an edit of a
 // replica there is refused; a look-alike in an unserved namespace is cmsync's business
 // no more, and is admitted.
