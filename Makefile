@@ -127,6 +127,12 @@ helm-lint: ## helm lint and helm template of the chart, with a pinned helm built
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set metrics.prometheusRule.enabled=true | grep -q 'alert: CmsyncAbsent'
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set metrics.dashboard.enabled=true | grep -q '"uid": "cmsync"'
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true >/dev/null
+	# SecretSync: its verbs and flag with secrets.enabled alone.
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --show-only templates/rbac.yaml | { ! grep -q secretsyncs; }
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true --show-only templates/rbac.yaml \
+	  | grep -c -E -- '- secretsyncs(/status)?$$' | grep -q '^2$$'
+	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true --set controller.secretSync=disabled \
+	  --show-only templates/deployment.yaml | grep -q -- '--secretsync=disabled'
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set secrets.enabled=true \
 	  --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy | grep -q 'name: cmsync-protect-replicas'
 	$(HELM) template cmsync $(CHART) --namespace cmsync-system --set 'reservedNames={istio-ca-root-cert}' --set tenancy.label=capsule.clastix.io/tenant \
