@@ -176,7 +176,7 @@ func checkSecretSyncStatusRow(t *testing.T, name string) string {
 func checkSecretSyncExplain(t *testing.T, name, replicated, taken string) string {
 	t.Helper()
 	var e cli.Explanation
-	harness.PluginJSON(t, &e, "explain", "--kind", "ssync", name)
+	harness.PluginJSON(t, &e, "explain", "--kind", "ssync", name, "--all")
 	now := map[string]string{}
 	for _, r := range e.Rows {
 		now[r.Namespace] = r.Now
@@ -184,7 +184,7 @@ func checkSecretSyncExplain(t *testing.T, name, replicated, taken string) string
 	if e.Source != "SecretSync "+name || now[replicated] != "replica" || !strings.Contains(now[taken], "a Secret not managed by cmsync exists") {
 		t.Errorf("kubectl cmsync explain --kind ssync %s: %+v", name, e)
 	}
-	return harness.Plugin(t, "explain", "--kind", "secretsync", name)
+	return harness.Plugin(t, "explain", "--kind", "secretsync", name, "--all")
 }
 
 // checkSecretSyncPreview previews the narrowing the test then applies: the replica in
