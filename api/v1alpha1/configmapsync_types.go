@@ -23,6 +23,13 @@ type ConfigMapSyncSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ConfigMapName string `json:"configMapName"`
 
+	ReplicaSpec `json:",inline"`
+}
+
+// ReplicaSpec is where the replicas of a ConfigMapSync or SecretSync go, and what they
+// hold: the spec's fields besides its source. The three target fields combine as a
+// union; "!" entries of destinationNamespaces exclude from all of it.
+type ReplicaSpec struct {
 	// DestinationNamespace is one target namespace (the original tutorial form).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
@@ -44,15 +51,16 @@ type ConfigMapSyncSpec struct {
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
-	// TargetName is the name of the replicas; default: configMapName.
+	// TargetName is the name of the replicas; default: the source's name.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	TargetName string `json:"targetName,omitempty"`
 
-	// Keys are key globs ("*", "?", "[a-z]") over the source's data and binaryData: only
-	// matching keys are copied; an entry starting with "!" excludes. Default: every key.
+	// Keys are key globs ("*", "?", "[a-z]") over the source's data (and a ConfigMap's
+	// binaryData): only matching keys are copied; an entry starting with "!" excludes.
+	// Default: every key.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
@@ -137,9 +145,11 @@ type ConfigMapSyncList struct {
 // SyncSpec is the spec as the explicit kinds share it (Sync).
 func (s ConfigMapSyncSpec) SyncSpec() SyncSpec {
 	return SyncSpec{
-		Kind: ConfigMapSyncKind, SourceKind: "ConfigMap", SourceNamespace: s.SourceNamespace, SourceName: s.ConfigMapName,
-		DestinationNamespace: s.DestinationNamespace, DestinationNamespaces: s.DestinationNamespaces,
-		NamespaceSelector: s.NamespaceSelector, TargetName: s.TargetName, Keys: s.Keys,
+		Kind:            ConfigMapSyncKind,
+		SourceKind:      "ConfigMap",
+		SourceNamespace: s.SourceNamespace,
+		SourceName:      s.ConfigMapName,
+		ReplicaSpec:     s.ReplicaSpec,
 	}
 }
 

@@ -4,9 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// SecretSyncSpec names a source Secret and the namespaces to copy it into. The
-// three target fields combine as a union; "!" entries of destinationNamespaces exclude
-// from all of it.
+// SecretSyncSpec names a source Secret and the namespaces to copy it into.
 // +kubebuilder:validation:XValidation:rule="has(self.destinationNamespace) || (has(self.destinationNamespaces) && self.destinationNamespaces.exists(n, !n.startsWith('!'))) || has(self.namespaceSelector)",message="set destinationNamespace, destinationNamespaces (with at least one entry that is not an exclusion) or namespaceSelector"
 // +kubebuilder:validation:XValidation:rule="!has(self.destinationNamespace) || self.destinationNamespace != self.sourceNamespace",message="destinationNamespace must differ from sourceNamespace: a Secret is never copied onto itself"
 type SecretSyncSpec struct {
@@ -23,44 +21,7 @@ type SecretSyncSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	SecretName string `json:"secretName"`
 
-	// DestinationNamespace is one target namespace (the original tutorial form).
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	DestinationNamespace string `json:"destinationNamespace,omitempty"`
-
-	// DestinationNamespaces are target namespace names or globs ("*", "?", "[a-z]"); an
-	// entry starting with "!" excludes.
-	// +optional
-	// +listType=set
-	// +kubebuilder:validation:MaxItems=256
-	// +kubebuilder:validation:items:MinLength=1
-	// +kubebuilder:validation:items:MaxLength=254
-	// +kubebuilder:validation:items:Pattern=`^!?[-a-z0-9*?\[\]^]+$`
-	DestinationNamespaces []string `json:"destinationNamespaces,omitempty"`
-
-	// NamespaceSelector selects target namespaces by label.
-	// +optional
-	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
-
-	// TargetName is the name of the replicas; default: secretName.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
-	TargetName string `json:"targetName,omitempty"`
-
-	// Keys are key globs ("*", "?", "[a-z]") over the source's data: only
-	// matching keys are copied; an entry starting with "!" excludes. Default: every key.
-	// +optional
-	// +listType=set
-	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=256
-	// +kubebuilder:validation:items:MinLength=1
-	// +kubebuilder:validation:items:MaxLength=254
-	// +kubebuilder:validation:items:Pattern=`^!?[-._a-zA-Z0-9*?\[\]^]+$`
-	Keys []string `json:"keys,omitempty"`
+	ReplicaSpec `json:",inline"`
 }
 
 // SecretSync copies one Secret into the namespaces it names, and keeps the copies equal
@@ -91,11 +52,7 @@ type SecretSyncList struct {
 
 // SyncSpec is the spec as the explicit kinds share it (Sync).
 func (s SecretSyncSpec) SyncSpec() SyncSpec {
-	return SyncSpec{
-		Kind: SecretSyncKind, SourceKind: "Secret", SourceNamespace: s.SourceNamespace, SourceName: s.SecretName,
-		DestinationNamespace: s.DestinationNamespace, DestinationNamespaces: s.DestinationNamespaces,
-		NamespaceSelector: s.NamespaceSelector, TargetName: s.TargetName, Keys: s.Keys,
-	}
+	return SyncSpec{Kind: SecretSyncKind, SourceKind: "Secret", SourceNamespace: s.SourceNamespace, SourceName: s.SecretName, ReplicaSpec: s.ReplicaSpec}
 }
 
 // SyncSpec is its spec as the explicit kinds share it.

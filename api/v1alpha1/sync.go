@@ -32,14 +32,10 @@ type SyncList interface {
 type SyncSpec struct {
 	// Kind is the explicit kind ("ConfigMapSync"); SourceKind the kind it copies
 	// ("ConfigMap").
-	Kind, SourceKind      string
-	SourceNamespace       string
-	SourceName            string
-	DestinationNamespace  string
-	DestinationNamespaces []string
-	NamespaceSelector     *metav1.LabelSelector
-	TargetName            string
-	Keys                  []string
+	Kind, SourceKind string
+	SourceNamespace  string
+	SourceName       string
+	ReplicaSpec
 }
 
 // Source names the source object.

@@ -71,7 +71,11 @@ func FuzzParseSyncTargets(f *testing.F) {
 	f.Add("Bad", "", "env", "Near", "x")
 	f.Add("", "!only", "", "", "")
 	f.Fuzz(func(t *testing.T, destination, destinations, key, operator, value string) {
-		spec := v1alpha1.ConfigMapSyncSpec{SourceNamespace: "platform", ConfigMapName: "ca", DestinationNamespace: destination}
+		spec := v1alpha1.ConfigMapSyncSpec{
+			SourceNamespace: "platform",
+			ConfigMapName:   "ca",
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespace: destination},
+		}
 		if destinations != "" {
 			spec.DestinationNamespaces = strings.Split(destinations, ",")
 		}

@@ -100,10 +100,9 @@ func TestResolve(t *testing.T) {
 				sync := &v1alpha1.ConfigMapSync{
 					ObjectMeta: metav1.ObjectMeta{Name: "s"},
 					Spec: v1alpha1.ConfigMapSyncSpec{
-						SourceNamespace:       "team-a",
-						ConfigMapName:         "app",
-						DestinationNamespaces: []string{"team-*"},
-						TargetName:            "shared",
+						SourceNamespace: "team-a",
+						ConfigMapName:   "app",
+						ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespaces: []string{"team-*"}, TargetName: "shared"},
 					},
 				}
 				return ConfigMapKind{}, Source[*corev1.ConfigMap]{
@@ -122,10 +121,9 @@ func TestResolve(t *testing.T) {
 				sync := &v1alpha1.ConfigMapSync{
 					ObjectMeta: metav1.ObjectMeta{Name: "s"},
 					Spec: v1alpha1.ConfigMapSyncSpec{
-						SourceNamespace:       "team-a",
-						ConfigMapName:         "app",
-						DestinationNamespaces: []string{"team-[a"},
-						TargetName:            "kube-root-ca.crt",
+						SourceNamespace: "team-a",
+						ConfigMapName:   "app",
+						ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespaces: []string{"team-[a"}, TargetName: "kube-root-ca.crt"},
 					},
 				}
 				return ConfigMapKind{}, Source[*corev1.ConfigMap]{Key: types.NamespacedName{Namespace: "team-a", Name: "app"}, Sync: sync}

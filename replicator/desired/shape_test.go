@@ -126,11 +126,24 @@ func TestParseSyncShape(t *testing.T) {
 		wantErr  string
 	}{
 		{name: "defaults", spec: v1alpha1.ConfigMapSyncSpec{ConfigMapName: "ca"}, keep: []string{"x"}},
-		{name: "renamed and filtered", spec: v1alpha1.ConfigMapSyncSpec{ConfigMapName: "ca", TargetName: "platform-ca", Keys: []string{"ca.crt"}},
-			wantName: "platform-ca", keep: []string{"ca.crt"}, drop: []string{"tls.key"}},
-		{name: "bad name", spec: v1alpha1.ConfigMapSyncSpec{TargetName: "Bad"}, wantErr: `spec.targetName "Bad": not a valid name`},
-		{name: "malformed glob", spec: v1alpha1.ConfigMapSyncSpec{Keys: []string{"ok", "[a-"}}, wantErr: `spec.keys[1]: malformed glob`},
-		{name: "empty entry", spec: v1alpha1.ConfigMapSyncSpec{Keys: []string{""}}, wantErr: `spec.keys[0]: empty key`},
+		{
+			name:     "renamed and filtered",
+			spec:     v1alpha1.ConfigMapSyncSpec{ConfigMapName: "ca", ReplicaSpec: v1alpha1.ReplicaSpec{TargetName: "platform-ca", Keys: []string{"ca.crt"}}},
+			wantName: "platform-ca",
+			keep:     []string{"ca.crt"},
+			drop:     []string{"tls.key"},
+		},
+		{
+			name:    "bad name",
+			spec:    v1alpha1.ConfigMapSyncSpec{ReplicaSpec: v1alpha1.ReplicaSpec{TargetName: "Bad"}},
+			wantErr: `spec.targetName "Bad": not a valid name`,
+		},
+		{
+			name:    "malformed glob",
+			spec:    v1alpha1.ConfigMapSyncSpec{ReplicaSpec: v1alpha1.ReplicaSpec{Keys: []string{"ok", "[a-"}}},
+			wantErr: `spec.keys[1]: malformed glob`,
+		},
+		{name: "empty entry", spec: v1alpha1.ConfigMapSyncSpec{ReplicaSpec: v1alpha1.ReplicaSpec{Keys: []string{""}}}, wantErr: `spec.keys[0]: empty key`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -478,7 +478,11 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 	case "create-sync", "retarget-sync":
 		// The annotation takes an entry twice; the ConfigMapSync's list is a set.
 		w.sync.entries, w.sync.tier = uniqueEntries(w.entryNames(op.Entries)), w.tierOrEmpty(op.Tier)
-		spec := v1alpha1.ConfigMapSyncSpec{SourceNamespace: w.srcNS, ConfigMapName: w.syncSource.name, DestinationNamespaces: w.sync.entries}
+		spec := v1alpha1.ConfigMapSyncSpec{
+			SourceNamespace: w.srcNS,
+			ConfigMapName:   w.syncSource.name,
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespaces: w.sync.entries},
+		}
 		if w.sync.tier != "" {
 			spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{tierLabel: w.sync.tier}}
 		}

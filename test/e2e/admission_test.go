@@ -176,7 +176,7 @@ func TestProtectionLetsKubernetesClean(t *testing.T) {
 	}))
 	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "ca"}, Data: map[string]string{"k": "v"}}))
 	cms := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "guarded-" + randomSuffix()},
-		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", DestinationNamespace: goes}}
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: goes}}}
 	must(t, harness.K8s.Create(ctx, cms))
 	harness.DeleteSourcesAtEnd(t, []string{src}, cms.Name)
 	harness.WaitForReplicas(t, src, "app", 30*time.Second, goes)

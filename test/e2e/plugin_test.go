@@ -135,7 +135,7 @@ func checkStatus(t *testing.T, w pluginWorld) {
 	ctx := context.Background()
 	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.platform, Name: "ca"}, Data: map[string]string{"k": "v"}}))
 	cms := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "plugin-" + w.suffix},
-		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: w.platform, ConfigMapName: "ca", DestinationNamespace: w.named}}
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: w.platform, ConfigMapName: "ca", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: w.named}}}
 	must(t, harness.K8s.Create(ctx, cms))
 	harness.WaitForReplicas(t, w.platform, "ca", 30*time.Second, w.named)
 	eventually(t, 30*time.Second, "status lists both forms", func() error {

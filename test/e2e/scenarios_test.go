@@ -199,14 +199,14 @@ func TestConfigMapSyncRoundTrip(t *testing.T) {
 	src, a, b := harness.NewNamespace(t, "src", nil), harness.NewNamespace(t, "dst", nil), harness.NewNamespace(t, "dst", nil)
 	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "ca"}, Data: map[string]string{"k": "v"}}))
 	first := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "rt-" + randomSuffix()},
-		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", DestinationNamespace: a}}
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: a}}}
 	must(t, harness.K8s.Create(ctx, first))
 	harness.WaitForReplicas(t, src, "ca", 30*time.Second, a)
 	must(t, harness.K8s.Delete(ctx, first))
 	harness.WaitForReplicas(t, src, "ca", 30*time.Second)
 
 	second := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "gc-" + randomSuffix()},
-		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", DestinationNamespace: b}}
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "ca", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: b}}}
 	must(t, harness.K8s.Create(ctx, second))
 	harness.WaitForReplicas(t, src, "ca", 30*time.Second, b)
 	eventually(t, 10*time.Second, "finalizer set", func() error {
@@ -238,7 +238,7 @@ func TestWithoutWatchList(t *testing.T) {
 
 	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "crd"}, Data: map[string]string{"k": "v"}}))
 	cms := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "wl-" + randomSuffix()},
-		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "crd", DestinationNamespace: b}}
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "crd", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: b}}}
 	must(t, harness.K8s.Create(ctx, cms))
 	harness.WaitForReplicas(t, src, "crd", 30*time.Second, b)
 	must(t, harness.K8s.Delete(ctx, cms))

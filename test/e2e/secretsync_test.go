@@ -50,10 +50,18 @@ func TestSecretSyncSharesAnOperatorsSecretAndNeverLeaksAValue(t *testing.T) {
 		StringData: map[string]string{"username": "app", "password": planted, "superuser-password": planted + "-su"},
 	}
 	must(t, harness.K8s.Create(ctx, source))
-	sync := &v1alpha1.SecretSync{ObjectMeta: metav1.ObjectMeta{Name: "orders-db-" + randomSuffix()}, Spec: v1alpha1.SecretSyncSpec{
-		SourceNamespace: dbNS, SecretName: "orders-app", TargetName: "orders-db", Keys: []string{"username", "password"},
-		DestinationNamespaces: []string{a, b, taken},
-	}}
+	sync := &v1alpha1.SecretSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders-db-" + randomSuffix()},
+		Spec: v1alpha1.SecretSyncSpec{
+			SourceNamespace: dbNS,
+			SecretName:      "orders-app",
+			ReplicaSpec: v1alpha1.ReplicaSpec{
+				TargetName:            "orders-db",
+				Keys:                  []string{"username", "password"},
+				DestinationNamespaces: []string{a, b, taken},
+			},
+		},
+	}
 	must(t, harness.K8s.Create(ctx, sync))
 	waitForSecretValue(t, "orders-db", "password", planted, a, b)
 	status := waitForSecretSyncStatus(t, sync, "2/3", v1alpha1.ReasonDegraded)
@@ -218,7 +226,7 @@ func TestSecretSyncGarbageCollectedAndInertWithoutSecrets(t *testing.T) {
 	src, dst := harness.NewNamespace(t, "src", nil), harness.NewNamespace(t, "dst", nil)
 	must(t, harness.K8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "gc"}, StringData: map[string]string{"k": "v"}}))
 	sync := &v1alpha1.SecretSync{ObjectMeta: metav1.ObjectMeta{Name: "gc-" + randomSuffix()},
-		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: src, SecretName: "gc", DestinationNamespace: dst}}
+		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: src, SecretName: "gc", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}}}
 	must(t, harness.K8s.Create(ctx, sync))
 	waitForSecretValue(t, "gc", "k", "v", dst)
 	eventually(t, 10*time.Second, "finalizer set", func() error {
@@ -241,7 +249,7 @@ func TestSecretSyncGarbageCollectedAndInertWithoutSecrets(t *testing.T) {
 
 	off := harness.StartController(t)
 	inert := &v1alpha1.SecretSync{ObjectMeta: metav1.ObjectMeta{Name: "inert-" + randomSuffix()},
-		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: src, SecretName: "gc", DestinationNamespace: dst}}
+		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: src, SecretName: "gc", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}}}
 	must(t, harness.K8s.Create(ctx, inert))
 	t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), inert) })
 	eventually(t, 30*time.Second, "the log says why SecretSyncs are left alone", func() error {

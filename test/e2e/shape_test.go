@@ -175,11 +175,9 @@ func TestConfigMapSyncShapedRoundTrip(t *testing.T) {
 	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "settings"},
 		Data: map[string]string{"log-level": "debug", "db-url": "postgres://db"}}))
 	spec := v1alpha1.ConfigMapSyncSpec{
-		SourceNamespace:      src,
-		ConfigMapName:        "settings",
-		DestinationNamespace: a,
-		TargetName:           "app-settings",
-		Keys:                 []string{"log-*"},
+		SourceNamespace: src,
+		ConfigMapName:   "settings",
+		ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespace: a, TargetName: "app-settings", Keys: []string{"log-*"}},
 	}
 	first := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "shape-" + randomSuffix()}, Spec: spec}
 	must(t, harness.K8s.Create(ctx, first))

@@ -249,9 +249,14 @@ func TestReservedNamesAreNeverWritten(t *testing.T) {
 	}
 
 	// A ConfigMapSync is refused the same way.
-	sync := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "rca-" + randomSuffix()},
-		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: src, ConfigMapName: "forged-ca", DestinationNamespaces: []string{prefix + "-new-*"},
-			TargetName: v1alpha1.RootCAConfigMapName}}
+	sync := &v1alpha1.ConfigMapSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "rca-" + randomSuffix()},
+		Spec: v1alpha1.ConfigMapSyncSpec{
+			SourceNamespace: src,
+			ConfigMapName:   "forged-ca",
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespaces: []string{prefix + "-new-*"}, TargetName: v1alpha1.RootCAConfigMapName},
+		},
+	}
 	must(t, harness.K8s.Create(ctx, sync))
 	t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), sync) })
 	eventually(t, 30*time.Second, "the ConfigMapSync Invalid", func() error {

@@ -183,7 +183,10 @@ func TestUnreadableSourceIsReportedWithTheAPIServersReason(t *testing.T) {
 	running.Refuse(func(req *http.Request) bool {
 		return req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/namespaces/"+srcNS+"/configmaps")
 	})
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "settings", DestinationNamespace: dst})
+	sync := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "settings", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}},
+	)
 
 	// The API server's words, after client-go's "failed to list *v1.ConfigMap: ".
 	want := regexp.MustCompile(`reading source ConfigMap ` + srcNS + `/settings: .*configmaps is forbidden`)

@@ -47,13 +47,16 @@ func TestSameNameFromTwoNamespaces(t *testing.T) {
 func TestConfigMapSyncNamingMissingNamespaces(t *testing.T) {
 	startController(t)
 	missing := "missing-" + randomSuffix()
-	noSource := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: missing, ConfigMapName: "x", DestinationNamespace: "default"})
+	noSource := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{SourceNamespace: missing, ConfigMapName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: "default"}},
+	)
 	waitForReady(t, noSource, metav1.ConditionFalse, v1alpha1.ReasonSourceNotFound)
 
 	srcNS := newNamespace(t, "src", nil)
 	plainConfigMap(t, srcNS, "x", map[string]string{"k": "v"})
 	later := "later-" + randomSuffix()
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "x", DestinationNamespace: later})
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: later}})
 	got := waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced)
 	if got.Status.Synced != "0/0" {
 		t.Errorf("synced %q before the destination exists", got.Status.Synced)

@@ -49,7 +49,14 @@ func TestWriteBudget(t *testing.T) {
 	})
 
 	plainConfigMap(t, srcNS, "big-plain", data)
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "big-plain", DestinationNamespaces: []string{a, b, c}})
+	sync := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{
+			SourceNamespace: srcNS,
+			ConfigMapName:   "big-plain",
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespaces: []string{a, b, c}},
+		},
+	)
 	got := waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid)
 	if ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(ready.Message, "--max-replicated-bytes of 10Ki") {
 		t.Errorf("Ready message %q", ready.Message)

@@ -259,7 +259,10 @@ func TestForeignStatusIsPutRight(t *testing.T) {
 	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetNamespacesAnnotation: target}, map[string]string{"k": "v"})
 	truth := waitForSynced(t, src, "1/1").Annotations
 	plainConfigMap(t, srcNS, "plain", map[string]string{"k": "v"})
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "plain", DestinationNamespace: target})
+	sync := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "plain", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: target}},
+	)
 	waitForReady(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced)
 
 	update(t, src, func(cm *corev1.ConfigMap) {
@@ -403,8 +406,14 @@ func TestConfigMapSyncStatusIsNotWrittenAgainFromTheCopyItReplaced(t *testing.T)
 	srcNS := newNamespace(t, "src", nil)
 	group, targets := newGroup(t, "stale", 3)
 	plainConfigMap(t, srcNS, "app", map[string]string{"v": "1"})
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "app",
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": group}}})
+	sync := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{
+			SourceNamespace: srcNS,
+			ConfigMapName:   "app",
+			ReplicaSpec:     v1alpha1.ReplicaSpec{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": group}}},
+		},
+	)
 	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "3/3")
 	update(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: targets[0]}}, func(ns *corev1.Namespace) {
 		ns.Labels["touched"] = "yes"
@@ -425,7 +434,10 @@ func TestLastSyncTimeOfAConfigMapSyncRepairWhoseStatusWriteMetANewerObject(t *te
 	srcNS := newNamespace(t, "src", nil)
 	targets := []string{newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)}
 	plainConfigMap(t, srcNS, "app", map[string]string{"v": "1"})
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "app", DestinationNamespaces: targets})
+	sync := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "app", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespaces: targets}},
+	)
 	synced := waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
 	if synced.Status.LastSyncTime == nil {
 		t.Fatal("no lastSyncTime after the fan-out")
@@ -454,7 +466,10 @@ func TestOneSyncedEventPerChangeWhileTheSyncCacheLags(t *testing.T) {
 	srcNS := newNamespace(t, "src", nil)
 	_, targets := newGroup(t, "lag", 3)
 	plainConfigMap(t, srcNS, "app", map[string]string{"v": "1"})
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "app", DestinationNamespaces: targets})
+	sync := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "app", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespaces: targets}},
+	)
 	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "3/3")
 	oneEvent := eventsOnceEach(t, sync, v1alpha1.ReasonSynced, 1)
 	eventually(t, timeout, "a Synced Event", oneEvent)

@@ -90,7 +90,10 @@ func tutorialSync(t *testing.T) (srcNS, dst string, sync *v1alpha1.ConfigMapSync
 	t.Helper()
 	srcNS, dst = newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
 	plainConfigMap(t, srcNS, "ca-bundle", map[string]string{"ca.crt": "pem"})
-	sync = newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, DestinationNamespace: dst, ConfigMapName: "ca-bundle"})
+	sync = newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "ca-bundle", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}},
+	)
 	waitForSyncReplicasIn(t, sync, dst)
 	return srcNS, dst, sync
 }
@@ -163,7 +166,7 @@ func TestConfigMapSyncRepairsDrift(t *testing.T) {
 func TestConfigMapSyncSourceLifecycle(t *testing.T) {
 	startController(t)
 	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, DestinationNamespace: dst, ConfigMapName: "late"})
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "late", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}})
 	got := waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonSourceNotFound)
 	if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, srcNS+"/late not found") {
 		t.Errorf("message %q", msg)
@@ -198,7 +201,14 @@ func syncIntoTwoOfThree(t *testing.T) (sync *v1alpha1.ConfigMapSync, srcNS, a, b
 	srcNS = newNamespace(t, "src", nil)
 	a, b, c = newNamespace(t, "dst", nil), newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)
 	plainConfigMap(t, srcNS, "app", map[string]string{"k": "v"})
-	sync = newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "app", DestinationNamespace: a, DestinationNamespaces: []string{b}})
+	sync = newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{
+			SourceNamespace: srcNS,
+			ConfigMapName:   "app",
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespace: a, DestinationNamespaces: []string{b}},
+		},
+	)
 	waitForSyncReplicasIn(t, sync, a, b)
 	return sync, srcNS, a, b, c
 }
@@ -250,8 +260,8 @@ func TestConfigMapSyncDeletionRemovesOnlyItsReplicas(t *testing.T) {
 	plainConfigMap(t, srcNS, "one", nil)
 	plainConfigMap(t, srcNS, "two", nil)
 	bystanderCM := plainConfigMap(t, dst, "unrelated", map[string]string{"k": "v"})
-	doomed := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "one", DestinationNamespace: dst})
-	kept := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "two", DestinationNamespace: dst})
+	doomed := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "one", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}})
+	kept := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "two", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}})
 	waitForSyncReplicasIn(t, doomed, dst)
 	waitForSyncReplicasIn(t, kept, dst)
 
@@ -288,20 +298,40 @@ func TestConfigMapSyncValidation(t *testing.T) {
 		spec    v1alpha1.ConfigMapSyncSpec
 		message string
 	}{
-		{"missing configMapName", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, DestinationNamespace: "a"}, "spec.configMapName"},
-		{"missing sourceNamespace", v1alpha1.ConfigMapSyncSpec{ConfigMapName: "x", DestinationNamespace: "a"}, "spec.sourceNamespace"},
+		{
+			"missing configMapName",
+			v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: "a"}},
+			"spec.configMapName",
+		},
+		{
+			"missing sourceNamespace",
+			v1alpha1.ConfigMapSyncSpec{ConfigMapName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: "a"}},
+			"spec.sourceNamespace",
+		},
 		{"no targets", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x"}, "set destinationNamespace, destinationNamespaces"},
 		{
 			"only exclusions",
-			v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", DestinationNamespaces: []string{"!a"}},
+			v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespaces: []string{"!a"}}},
 			"set destinationNamespace, destinationNamespaces",
 		},
-		{"copy onto itself", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", DestinationNamespace: ns}, "must differ from sourceNamespace"},
-		{"upper-case name", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "X", DestinationNamespace: "a"}, "spec.configMapName"},
-		{"bad namespace", v1alpha1.ConfigMapSyncSpec{SourceNamespace: "Bad_NS", ConfigMapName: "x", DestinationNamespace: "a"}, "spec.sourceNamespace"},
+		{
+			"copy onto itself",
+			v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: ns}},
+			"must differ from sourceNamespace",
+		},
+		{
+			"upper-case name",
+			v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "X", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: "a"}},
+			"spec.configMapName",
+		},
+		{
+			"bad namespace",
+			v1alpha1.ConfigMapSyncSpec{SourceNamespace: "Bad_NS", ConfigMapName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: "a"}},
+			"spec.sourceNamespace",
+		},
 		{
 			"bad glob characters",
-			v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", DestinationNamespaces: []string{"team_a"}},
+			v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespaces: []string{"team_a"}}},
 			"spec.destinationNamespaces[0]",
 		},
 	}
@@ -320,16 +350,16 @@ func TestConfigMapSyncValidation(t *testing.T) {
 		spec    v1alpha1.ConfigMapSyncSpec
 		message string
 	}{
-		{"malformed glob", v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", DestinationNamespaces: []string{"team-[a"}}, "malformed glob"},
+		{
+			"malformed glob",
+			v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespaces: []string{"team-[a"}}},
+			"malformed glob",
+		},
 		{
 			"bad selector operator",
-			v1alpha1.ConfigMapSyncSpec{
-				SourceNamespace: ns,
-				ConfigMapName:   "x",
-				NamespaceSelector: &metav1.LabelSelector{
-					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near", Values: []string{"x"}}},
-				},
-			},
+			v1alpha1.ConfigMapSyncSpec{SourceNamespace: ns, ConfigMapName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{NamespaceSelector: &metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near", Values: []string{"x"}}},
+			}}},
 			"spec.namespaceSelector",
 		},
 	}
@@ -357,14 +387,24 @@ func TestFrontDoorsNeverShareAReplica(t *testing.T) {
 	src := newSource(t, srcNS, "shared", map[string]string{v1alpha1.TargetNamespacesAnnotation: first}, map[string]string{"k": "v"})
 	waitForReplicasIn(t, src, first)
 	// ...a ConfigMapSync first in the other.
-	syncA := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "shared", DestinationNamespace: second})
+	syncA := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "shared", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: second}},
+	)
 	waitForSyncReplicasIn(t, syncA, second)
 	waitForReady(t, syncA, metav1.ConditionTrue, v1alpha1.ReasonSynced)
 
 	// Now each wants the other's namespace too, and a second ConfigMapSync wants both.
 	update(t, src, func(cm *corev1.ConfigMap) { cm.Annotations[v1alpha1.TargetNamespacesAnnotation] = first + "," + second })
 	update(t, syncA, func(s *v1alpha1.ConfigMapSync) { s.Spec.DestinationNamespaces = []string{first} })
-	syncB := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "shared", DestinationNamespaces: []string{first, second}})
+	syncB := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{
+			SourceNamespace: srcNS,
+			ConfigMapName:   "shared",
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespaces: []string{first, second}},
+		},
+	)
 
 	degraded := waitForStatus(t, src, v1alpha1.StatusDegraded)
 	if msg := degraded.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "conflict in "+second) ||
@@ -488,7 +528,7 @@ func TestConfigMapSyncHonoursTheSourcesStripMetadata(t *testing.T) {
 		Data: map[string]string{"k": "v"},
 	}
 	must(t, k8s.Create(context.Background(), src))
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, DestinationNamespace: dst, ConfigMapName: "app"})
+	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "app", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}})
 	waitForSyncReplicasIn(t, sync, dst)
 	replica, err := getConfigMap(dst, "app")
 	must(t, err)

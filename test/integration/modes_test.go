@@ -58,7 +58,10 @@ func TestConfigMapSyncModes(t *testing.T) {
 
 	// With the CRD installed, disabled leaves ConfigMapSyncs alone.
 	startController(t, func(o *replicator.Options) { o.ConfigMapSync = replicator.SyncDisabled })
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: "default", ConfigMapName: "x", DestinationNamespace: "kube-public"})
+	sync := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{SourceNamespace: "default", ConfigMapName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: "kube-public"}},
+	)
 	consistently(t, 2*time.Second, "disabled controller does not touch ConfigMapSyncs", func() error {
 		got := &v1alpha1.ConfigMapSync{}
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(sync), got); err != nil {
@@ -138,7 +141,7 @@ func TestSecretSyncIsInertWithoutSecrets(t *testing.T) {
 	running := startController(t)
 	srcNS, dst := newNamespace(t, "ssync-src", nil), newNamespace(t, "ssync-dst", nil)
 	sync := &v1alpha1.SecretSync{ObjectMeta: metav1.ObjectMeta{Name: "inert-" + randomSuffix()},
-		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x", DestinationNamespace: dst}}
+		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}}}
 	must(t, k8s.Create(context.Background(), sync))
 	consistently(t, 2*time.Second, "SecretSync untouched", func() error {
 		got := &v1alpha1.SecretSync{}

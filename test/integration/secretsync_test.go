@@ -106,10 +106,22 @@ func TestSecretSyncFansOutUnlabelledSecrets(t *testing.T) {
 	tls := plainSecret(t, srcNS, "wildcard-tls", corev1.SecretTypeTLS, map[string][]byte{corev1.TLSCertKey: tlsCert, corev1.TLSPrivateKeyKey: tlsKey})
 	opaque := plainSecret(t, srcNS, "db-credentials", corev1.SecretTypeOpaque, map[string][]byte{"username": []byte("app"), "password": []byte("s3cret")})
 
-	byName := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: tls.Name,
-		DestinationNamespace: named, DestinationNamespaces: []string{base + "-*", "!" + base + "-b"}})
-	bySelector := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: opaque.Name,
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": group}}})
+	byName := newSecretSync(
+		t,
+		v1alpha1.SecretSyncSpec{
+			SourceNamespace: srcNS,
+			SecretName:      tls.Name,
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespace: named, DestinationNamespaces: []string{base + "-*", "!" + base + "-b"}},
+		},
+	)
+	bySelector := newSecretSync(
+		t,
+		v1alpha1.SecretSyncSpec{
+			SourceNamespace: srcNS,
+			SecretName:      opaque.Name,
+			ReplicaSpec:     v1alpha1.ReplicaSpec{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": group}}},
+		},
+	)
 
 	waitForSecretSyncReplicas(t, byName, tls.Name, corev1.SecretTypeTLS, tls.Data, named, base+"-a")
 	waitForSecretSyncReplicas(t, bySelector, opaque.Name, corev1.SecretTypeOpaque, opaque.Data, selected...)
@@ -146,7 +158,10 @@ func TestSecretSyncFollowsAnOperatorRewritingItsSource(t *testing.T) {
 	srcNS := newNamespace(t, "ssync-src", nil)
 	a, b := newNamespace(t, "ssync-dst", nil), newNamespace(t, "ssync-dst", nil)
 	src := plainSecret(t, srcNS, "pg-app", corev1.SecretTypeOpaque, map[string][]byte{"password": []byte("0")})
-	sync := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: src.Name, DestinationNamespaces: []string{a, b}})
+	sync := newSecretSync(
+		t,
+		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: src.Name, ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespaces: []string{a, b}}},
+	)
 	waitForSecretSyncReplicas(t, sync, src.Name, corev1.SecretTypeOpaque, src.Data, a, b)
 
 	const rewrites = 6
@@ -191,7 +206,10 @@ func TestSecretSyncFollowsItsSpecAndCleansUp(t *testing.T) {
 	data := map[string][]byte{"username": []byte("app"), "password": []byte("s3cret")}
 	src := plainSecret(t, srcNS, "db", corev1.SecretTypeOpaque, data)
 	bystander := plainSecret(t, c, "unrelated", corev1.SecretTypeOpaque, map[string][]byte{"k": []byte("v")})
-	sync := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: src.Name, DestinationNamespaces: []string{a, b}})
+	sync := newSecretSync(
+		t,
+		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: src.Name, ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespaces: []string{a, b}}},
+	)
 	waitForSecretSyncReplicas(t, sync, "db", corev1.SecretTypeOpaque, data, a, b)
 
 	update(t, sync, func(s *v1alpha1.SecretSync) { s.Spec.DestinationNamespaces = []string{b, c} })
@@ -235,7 +253,10 @@ func TestSecretSyncConflicts(t *testing.T) {
 	labelled := newSecretSource(t, srcNS, "shared", corev1.SecretTypeOpaque, map[string]string{v1alpha1.TargetNamespacesAnnotation: dst},
 		map[string][]byte{"k": []byte("labelled")})
 	waitForSecretReplicas(t, labelled, labelled.Data, dst)
-	late := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "shared", DestinationNamespace: dst})
+	late := newSecretSync(
+		t,
+		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "shared", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}},
+	)
 	got := waitForSecretSyncReady(t, late, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "0/1")
 	if len(got.Status.FailedNamespaces) != 1 || got.Status.FailedNamespaces[0].Reason != v1alpha1.ReasonConflict ||
 		!strings.Contains(got.Status.FailedNamespaces[0].Message, "made for its annotations") {
@@ -244,15 +265,32 @@ func TestSecretSyncConflicts(t *testing.T) {
 	waitForEvent(t, late, v1alpha1.ReasonConflict, "0/1")
 
 	other := plainSecret(t, srcNS, "other", corev1.SecretTypeOpaque, map[string][]byte{"k": []byte("other")})
-	first := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: other.Name, DestinationNamespace: dst, TargetName: "one"})
+	first := newSecretSync(
+		t,
+		v1alpha1.SecretSyncSpec{
+			SourceNamespace: srcNS,
+			SecretName:      other.Name,
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespace: dst, TargetName: "one"},
+		},
+	)
 	waitForSecretSyncReplicas(t, first, "one", corev1.SecretTypeOpaque, other.Data, dst)
-	second := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "shared", DestinationNamespace: dst, TargetName: "one"})
+	second := newSecretSync(
+		t,
+		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "shared", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst, TargetName: "one"}},
+	)
 	got = waitForSecretSyncReady(t, second, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "0/1")
 	if msg := got.Status.FailedNamespaces[0].Message; !strings.Contains(msg, "managed by SecretSync "+first.Name) {
 		t.Errorf("conflict message %q", msg)
 	}
 	theirs := plainSecret(t, dst, "theirs", corev1.SecretTypeOpaque, map[string][]byte{"k": []byte("theirs")})
-	third := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: other.Name, DestinationNamespace: dst, TargetName: "theirs"})
+	third := newSecretSync(
+		t,
+		v1alpha1.SecretSyncSpec{
+			SourceNamespace: srcNS,
+			SecretName:      other.Name,
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespace: dst, TargetName: "theirs"},
+		},
+	)
 	got = waitForSecretSyncReady(t, third, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "0/1")
 	if msg := got.Status.FailedNamespaces[0].Message; !strings.Contains(msg, "not managed by cmsync") {
 		t.Errorf("conflict message %q", msg)
@@ -287,7 +325,10 @@ func TestSecretSyncOfAServiceAccountTokenIsInvalid(t *testing.T) {
 		Type:       corev1.SecretTypeServiceAccountToken,
 	}
 	must(t, k8s.Create(context.Background(), token))
-	sync := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: token.Name, DestinationNamespace: dst})
+	sync := newSecretSync(
+		t,
+		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: token.Name, ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}},
+	)
 	got := waitForSecretSyncReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid, "")
 	if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "a token must not leave its namespace") {
 		t.Errorf("message %q", msg)
@@ -311,10 +352,13 @@ func TestSecretSyncBadSpecsAndMissingSource(t *testing.T) {
 		spec v1alpha1.SecretSyncSpec
 		want string
 	}{
-		{v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, DestinationNamespace: dst}, "spec.secretName"},
+		{v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}}, "spec.secretName"},
 		{v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x"}, "set destinationNamespace, destinationNamespaces"},
-		{v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x", DestinationNamespace: srcNS}, "must differ from sourceNamespace"},
-		{v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "X", DestinationNamespace: dst}, "spec.secretName"},
+		{
+			v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: srcNS}},
+			"must differ from sourceNamespace",
+		},
+		{v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "X", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}}, "spec.secretName"},
 	} {
 		err := k8s.Create(context.Background(), &v1alpha1.SecretSync{ObjectMeta: metav1.ObjectMeta{Name: "bad-" + randomSuffix()}, Spec: bad.spec})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), bad.want) {
@@ -322,18 +366,25 @@ func TestSecretSyncBadSpecsAndMissingSource(t *testing.T) {
 		}
 	}
 
-	malformed := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x", DestinationNamespaces: []string{"team-[a"}})
+	malformed := newSecretSync(
+		t,
+		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespaces: []string{"team-[a"}}},
+	)
 	got := waitForSecretSyncReady(t, malformed, metav1.ConditionFalse, v1alpha1.ReasonInvalid, "")
 	if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "malformed glob") {
 		t.Errorf("message %q", msg)
 	}
 	reserved := newSecretSync(
 		t,
-		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x", DestinationNamespace: dst, TargetName: v1alpha1.RootCAConfigMapName},
+		v1alpha1.SecretSyncSpec{
+			SourceNamespace: srcNS,
+			SecretName:      "x",
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespace: dst, TargetName: v1alpha1.RootCAConfigMapName},
+		},
 	)
 	waitForSecretSyncReady(t, reserved, metav1.ConditionFalse, v1alpha1.ReasonInvalid, "")
 
-	late := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "late", DestinationNamespace: dst})
+	late := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "late", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}})
 	got = waitForSecretSyncReady(t, late, metav1.ConditionFalse, v1alpha1.ReasonSourceNotFound, "0/1")
 	if msg := meta.FindStatusCondition(
 		got.Status.Conditions,

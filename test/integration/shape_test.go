@@ -404,11 +404,11 @@ func TestConfigMapSyncTargetNameAndKeys(t *testing.T) {
 	plainConfigMap(t, platform, "settings", map[string]string{"log-level": "debug", "db-url": "postgres://db"})
 
 	for _, bad := range []v1alpha1.ConfigMapSyncSpec{
-		{TargetName: "Bad_Name"},
-		{TargetName: strings.Repeat("a", 254)},
-		{Keys: []string{"a/b"}},
-		{Keys: []string{""}},
-		{Keys: []string{"a", "a"}},
+		{ReplicaSpec: v1alpha1.ReplicaSpec{TargetName: "Bad_Name"}},
+		{ReplicaSpec: v1alpha1.ReplicaSpec{TargetName: strings.Repeat("a", 254)}},
+		{ReplicaSpec: v1alpha1.ReplicaSpec{Keys: []string{"a/b"}}},
+		{ReplicaSpec: v1alpha1.ReplicaSpec{Keys: []string{""}}},
+		{ReplicaSpec: v1alpha1.ReplicaSpec{Keys: []string{"a", "a"}}},
 	} {
 		bad.SourceNamespace, bad.ConfigMapName, bad.DestinationNamespace = platform, "settings", a
 		sync := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "bad-" + randomSuffix()}, Spec: bad}
@@ -417,10 +417,14 @@ func TestConfigMapSyncTargetNameAndKeys(t *testing.T) {
 		}
 	}
 
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{
-		SourceNamespace: platform, ConfigMapName: "settings", DestinationNamespaces: []string{a, b},
-		TargetName: "app-settings", Keys: []string{"log-*"},
-	})
+	sync := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{
+			SourceNamespace: platform,
+			ConfigMapName:   "settings",
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespaces: []string{a, b}, TargetName: "app-settings", Keys: []string{"log-*"}},
+		},
+	)
 	waitForSyncReplicasIn(t, sync, a, b)
 	for _, ns := range []string{a, b} {
 		waitForContent(t, ns, "app-settings", map[string]string{"log-level": "debug"}, nil)

@@ -119,6 +119,13 @@ func TestTenantBoundaryBindsSecretsNotConfigMapSyncs(t *testing.T) {
 	}
 
 	plainConfigMap(t, srcNS, "settings", map[string]string{"k": "v"})
-	sync := newSync(t, v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "settings", DestinationNamespaces: []string{mine, other}})
+	sync := newSync(
+		t,
+		v1alpha1.ConfigMapSyncSpec{
+			SourceNamespace: srcNS,
+			ConfigMapName:   "settings",
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespaces: []string{mine, other}},
+		},
+	)
 	waitForSyncReplicasIn(t, sync, mine, other)
 }

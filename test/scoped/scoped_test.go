@@ -142,14 +142,20 @@ func TestScopedConfigMapSync(t *testing.T) {
 	listWatch(t)
 	ctx := context.Background()
 	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: srcNS, Name: "ca"}, Data: map[string]string{"k": "v"}}))
-	sync := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "scoped-ca"},
-		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: srcNS, ConfigMapName: "ca", DestinationNamespaces: []string{bNS, outNS}}}
+	sync := &v1alpha1.ConfigMapSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "scoped-ca"},
+		Spec: v1alpha1.ConfigMapSyncSpec{
+			SourceNamespace: srcNS,
+			ConfigMapName:   "ca",
+			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespaces: []string{bNS, outNS}},
+		},
+	}
 	must(t, harness.K8s.Create(ctx, sync))
 	harness.WaitForReplicas(t, srcNS, "ca", 30*time.Second, bNS)
 
 	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere, Name: "ca"}, Data: map[string]string{"k": "v"}}))
 	unserved := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "unserved-ca"},
-		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: elsewhere, ConfigMapName: "ca", DestinationNamespace: aNS}}
+		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: elsewhere, ConfigMapName: "ca", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: aNS}}}
 	must(t, harness.K8s.Create(ctx, unserved))
 	eventually(t, 30*time.Second, "the ConfigMapSync of an unserved namespace not Ready, saying why", func() error {
 		must(t, harness.K8s.Get(ctx, client.ObjectKeyFromObject(unserved), unserved))
@@ -174,7 +180,7 @@ func TestScopedSecretSync(t *testing.T) {
 		harness.K8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: srcNS, Name: "db"}, StringData: map[string]string{"password": "p"}}),
 	)
 	sync := &v1alpha1.SecretSync{ObjectMeta: metav1.ObjectMeta{Name: "scoped-db"},
-		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "db", DestinationNamespaces: []string{aNS, outNS}}}
+		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "db", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespaces: []string{aNS, outNS}}}}
 	must(t, harness.K8s.Create(ctx, sync))
 	secretValueIs(t, aNS, "db", "p")
 	eventually(t, 30*time.Second, "the SecretSync Ready in its served target alone", func() error {
@@ -193,7 +199,7 @@ func TestScopedSecretSync(t *testing.T) {
 	}
 
 	unserved := &v1alpha1.SecretSync{ObjectMeta: metav1.ObjectMeta{Name: "unserved-db"},
-		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: elsewhere, SecretName: "db", DestinationNamespace: aNS}}
+		Spec: v1alpha1.SecretSyncSpec{SourceNamespace: elsewhere, SecretName: "db", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: aNS}}}
 	must(t, harness.K8s.Create(ctx, unserved))
 	eventually(t, 30*time.Second, "the SecretSync of an unserved namespace not Ready, saying why", func() error {
 		must(t, harness.K8s.Get(ctx, client.ObjectKeyFromObject(unserved), unserved))
