@@ -200,15 +200,15 @@ func defaultChartClusterRoleRules() ([]rbacv1.PolicyRule, error) {
 	return nil, fmt.Errorf("no ClusterRole in the rendered chart:\n%s", out)
 }
 
-// With the chart's default values cmsync has no verb on Secrets, and with
+// With the chart's default values cmsync has no verb on Secrets or SecretSyncs, and with
 // --secrets=disabled (the default) it makes no request about them, even with a
-// labelled Secret in the cluster; what it does need is granted.
+// labelled Secret and a SecretSync in the cluster; what it does need is granted.
 func TestSecretsOffMakesNoSecretRequest(t *testing.T) {
 	rules, err := defaultChartClusterRoleRules()
 	must(t, err)
 	for _, rule := range rules {
-		if slices.Contains(rule.Resources, "secrets") {
-			t.Errorf("the default chart grants %v on secrets", rule.Verbs)
+		if slices.Contains(rule.Resources, "secrets") || slices.Contains(rule.Resources, "secretsyncs") {
+			t.Errorf("the default chart grants %v on %v", rule.Verbs, rule.Resources)
 		}
 	}
 	c := harness.StartController(t, "--kubeconfig="+plainKubeconfig)
@@ -225,6 +225,10 @@ func TestSecretsOffMakesNoSecretRequest(t *testing.T) {
 			StringData: map[string]string{"k": "v"}}))
 		must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "c", Labels: labels, Annotations: targets},
 			Data: map[string]string{"k": "v"}}))
+		sync := &v1alpha1.SecretSync{ObjectMeta: metav1.ObjectMeta{Name: "off-" + randomSuffix()},
+			Spec: v1alpha1.SecretSyncSpec{SourceNamespace: src, SecretName: "s", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}}}
+		must(t, harness.K8s.Create(ctx, sync))
+		t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), sync) })
 		harness.WaitForReplicas(t, src, "c", 30*time.Second, dst)
 		time.Sleep(2 * time.Second) // a request about the Secret would come with the same pass
 		c.Stop()
@@ -235,8 +239,8 @@ func TestSecretsOffMakesNoSecretRequest(t *testing.T) {
 		if r.User.Username != plainUser || r.ObjectRef == nil {
 			return
 		}
-		if r.ObjectRef.Resource == "secrets" {
-			about = append(about, r.Verb+" secrets")
+		if r.ObjectRef.Resource == "secrets" || r.ObjectRef.Resource == "secretsyncs" {
+			about = append(about, r.Verb+" "+r.ObjectRef.Resource)
 		}
 		if r.Annotations["authorization.k8s.io/decision"] == "forbid" {
 			about = append(about, "refused: "+r.Verb+" "+r.ObjectRef.Resource)

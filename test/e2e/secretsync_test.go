@@ -65,6 +65,15 @@ func TestSecretSyncSharesAnOperatorsSecretAndNeverLeaksAValue(t *testing.T) {
 	must(t, harness.K8s.Create(ctx, sync))
 	waitForSecretValue(t, "orders-db", "password", planted, a, b)
 	status := waitForSecretSyncStatus(t, sync, "2/3", v1alpha1.ReasonDegraded)
+	for series, want := range map[string]float64{
+		`cmsync_sources{kind="Secret"}`:                   1,
+		`cmsync_replicas{kind="Secret",state="synced"}`:   2,
+		`cmsync_replicas{kind="Secret",state="conflict"}`: 1,
+	} {
+		if got := c.Metric(t, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
 	replica := &corev1.Secret{}
 	must(t, harness.K8s.Get(ctx, client.ObjectKey{Namespace: a, Name: "orders-db"}, replica))
 	if _, copied := replica.Data["superuser-password"]; copied || replica.Labels["operator.example/cluster"] != "orders" {
