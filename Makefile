@@ -216,7 +216,7 @@ test-e2e: e2e ## The end-to-end suite alone (make e2e).
 .PHONY: e2e
 e2e: build ## The cmsync binary as a process against kube-apiserver, etcd and kube-controller-manager, installed with helm, running as the chart's ServiceAccount.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" CMSYNC_PLUGIN="$(abspath $(BIN)/kubectl-cmsync)" \
-	  PROMETHEUS="$$(hack/tool.sh prometheus)" HELM="$(HELM)" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... ./test/scoped/... ./test/chaos/... -p 1 -v
+	  PROMETHEUS="$$(hack/tool.sh prometheus)" HELM="$(HELM)" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... ./test/scoped/... ./test/upgrade/... ./test/chaos/... -p 1 -v
 
 KIND_CLUSTER ?= cmsync-e2e
 KIND_IMG_REPO ?= ghcr.io/cmsync/cmsync

@@ -40,6 +40,13 @@ func (t Template[T]) Diff(have T) Diff {
 	own := OwnershipOf(t.kind, have)
 	d := t.metadataDiff(have, own)
 	d.Content = !SameContent(t.content, actual)
+	if _, hashed := have.GetLabels()[v1alpha1.ContentHashLabel]; !hashed && !d.Content {
+		// A replica of a release before the content-hash label, in sync: writing the
+		// label alone would write every replica of an upgraded cluster once, a write
+		// no reader of the replica needs. It gets the label with its next change of
+		// content; until then a pass reads it whole (DiffMetadata cannot tell).
+		d.Metadata = !containsAll(have.GetLabels(), t.labelsBut(v1alpha1.ContentHashLabel)) || !containsAll(have.GetAnnotations(), t.annotations)
+	}
 	d.Recreate = d.Content && ptr.Deref(actual.Immutable, false) || t.content.Type != actual.Type
 	d.StaleText = missingFrom(t.content.Text, sets.KeySet(actual.Text))
 	d.StaleBinary = missingFrom(t.content.Binary, sets.KeySet(actual.Binary))
@@ -78,6 +85,13 @@ func (t Template[T]) metadataDiff(have metav1.Object, own Ownership) Diff {
 	// (and that was refused); they report on that refusal and are not stale.
 	d.StaleAnnotations = slices.DeleteFunc(missingFrom(t.annotations, own.Annotations), v1alpha1.IsStatusAnnotation)
 	return d
+}
+
+// labelsBut is the desired labels without key.
+func (t Template[T]) labelsBut(key string) map[string]string {
+	out := maps.Clone(t.labels)
+	delete(out, key)
+	return out
 }
 
 // containsAll reports whether every key of want is in have with the same value.

@@ -175,6 +175,20 @@ func TestDiffReplica(t *testing.T) {
 			cm.Labels["old"] = "1"
 			cm.ManagedFields = managedFields("kubectl", ours)
 		}, check: Diff.InSync},
+		{
+			name:   "a replica of a release before the content-hash label, in sync, is left without it",
+			change: func(cm *corev1.ConfigMap) { delete(cm.Labels, v1alpha1.ContentHashLabel) },
+			check:  Diff.InSync,
+		},
+		{name: "a replica of a release before the content-hash label gets it with new content", change: func(cm *corev1.ConfigMap) {
+			delete(cm.Labels, v1alpha1.ContentHashLabel)
+			cm.Data["k"] = "old"
+		}, check: func(d Diff) bool { return d.Content && d.Metadata }},
+		{
+			name:   "a wrong content hash is written anew",
+			change: func(cm *corev1.ConfigMap) { cm.Labels[v1alpha1.ContentHashLabel] = "stale" },
+			check:  func(d Diff) bool { return d.Metadata && !d.Content },
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

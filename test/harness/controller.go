@@ -4,6 +4,7 @@ package harness
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"net"
@@ -51,6 +52,8 @@ func StartControllerWithEnv(t *testing.T, env []string, args ...string) *Control
 // Launch says how to run a cmsync process: with extra environment variables, and
 // inside a network namespace, whose addresses its endpoints must then listen on.
 type Launch struct {
+	// Binary is the cmsync binary to run; "": the one under test (CMSYNC_BIN).
+	Binary                  string
 	Env                     []string
 	Netns                   string
 	MetricsAddr, HealthAddr string
@@ -76,10 +79,11 @@ func LaunchController(t *testing.T, how Launch, args ...string) *Controller {
 		"--leader-election-namespace=" + ReleaseNamespace,
 		"--conflict-recheck-interval=2s",
 	}, args...)
-	c.cmd = exec.Command(CmsyncBinary, all...)
+	binary := cmp.Or(how.Binary, CmsyncBinary)
+	c.cmd = exec.Command(binary, all...)
 	if how.Netns != "" {
 		// nsenter enters the namespace and execs cmsync: the pid signalled is cmsync's.
-		c.cmd = exec.Command("nsenter", append([]string{"--net=/run/netns/" + how.Netns, "--", CmsyncBinary}, all...)...)
+		c.cmd = exec.Command("nsenter", append([]string{"--net=/run/netns/" + how.Netns, "--", binary}, all...)...)
 	}
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout, c.cmd.Stderr = logFile, logFile

@@ -55,6 +55,9 @@ var (
 	Clientset        *kubernetes.Clientset
 	CmsyncBinary     string
 	HelmBinary       string
+	// Chart is the chart HelmChart installs and upgrades to: the working tree's, unless
+	// a suite's Prepare points it at another (the upgrade suite's first release).
+	Chart = "../../deploy/chart/cmsync"
 )
 
 // ExistingCluster is set by `make kind-e2e`: the suite then runs against the cluster of
@@ -188,7 +191,7 @@ func (s Suite) installChart() error {
 // HelmChart installs or upgrades (verb) the chart as release cmsync, with option (a helm
 // flag, or "") and values (--set key=value each), without waiting.
 func HelmChart(verb, option string, values ...string) error {
-	args := []string{verb, Release, "../../deploy/chart/cmsync", "--namespace", ReleaseNamespace, "--wait=false"}
+	args := []string{verb, Release, Chart, "--namespace", ReleaseNamespace, "--wait=false"}
 	if option != "" {
 		args = append(args, option)
 	}
