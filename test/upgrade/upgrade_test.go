@@ -122,7 +122,11 @@ func expectStatusSynced(t *testing.T) {
 		for _, get := range []struct {
 			key types.NamespacedName
 			obj client.Object
-		}{{types.NamespacedName{Namespace: srcNS, Name: "settings"}, cm}, {types.NamespacedName{Namespace: srcNS, Name: "creds"}, s}, {types.NamespacedName{Name: "upgrade-ca"}, sync}} {
+		}{
+			{types.NamespacedName{Namespace: srcNS, Name: "settings"}, cm},
+			{types.NamespacedName{Namespace: srcNS, Name: "creds"}, s},
+			{types.NamespacedName{Name: "upgrade-ca"}, sync},
+		} {
 			if err := harness.K8s.Get(ctx, get.key, get.obj); err != nil {
 				return err
 			}
@@ -306,12 +310,11 @@ func applyCRDs(t *testing.T) {
 		must(t, yaml.Unmarshal(raw, &crd.Object))
 		existing := &unstructured.Unstructured{}
 		existing.SetGroupVersionKind(crd.GroupVersionKind())
-		switch err := harness.K8s.Get(ctx, client.ObjectKeyFromObject(crd), existing); {
-		case err == nil:
+		if err := harness.K8s.Get(ctx, client.ObjectKeyFromObject(crd), existing); err == nil {
 			crd.SetResourceVersion(existing.GetResourceVersion())
 			must(t, harness.K8s.Update(ctx, crd))
-		default:
-			must(t, client.IgnoreAlreadyExists(harness.K8s.Create(ctx, crd)))
+		} else {
+			must(t, harness.K8s.Create(ctx, crd))
 		}
 	}
 }
