@@ -99,6 +99,15 @@ func SyncNameOf(obj metav1.Object) (string, bool) {
 	return "", false
 }
 
+// ReplicaMarkers are the labels and annotation that make an object a replica of owner,
+// as NewTemplate stamps them, and its owner reference (nil for the annotation form):
+// what taking over an existing copy in place writes onto it (kubectl cmsync migrate).
+func ReplicaMarkers(owner Owner) (labels, annotations map[string]string, ref *metav1.OwnerReference) {
+	labels = map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue, v1alpha1.SourceIDLabel: sourceID(owner.Source)}
+	annotations = map[string]string{v1alpha1.SourceAnnotation: owner.Source.String()}
+	return labels, annotations, owner.Sync
+}
+
 // IsReplica reports whether obj carries cmsync's replica markers, for any source.
 func IsReplica(obj metav1.Object) bool {
 	return obj.GetLabels()[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue &&

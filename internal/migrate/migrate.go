@@ -1,0 +1,110 @@
+// Package migrate decides how the sources and copies of another replicator
+// (mittwald's kubernetes-replicator, emberstack's reflector, AppsCode's config-syncer)
+// become cmsync's: for each source, the cmsync annotations (or the ConfigMapSync or
+// SecretSync, for a peer's pull form) that say the same, the peer features left
+// behind, and which of the peer's copies cmsync takes over in place. Like
+// replicator/desired, whose decisions it uses for targets and shapes, it is pure:
+// kubectl cmsync migrate reads the cluster, asks Plan, and writes what it answers.
+package migrate
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/replicator/desired"
+)
+
+// Object is a ConfigMap's or a Secret's metadata: all migrate reads of the cluster.
+type Object struct {
+	Kind string
+	*metav1.PartialObjectMetadata
+}
+
+// Move is what migrating one source of a peer does.
+type Move struct {
+	Peer   string               `json:"peer"`
+	Kind   string               `json:"kind"`
+	Source types.NamespacedName `json:"source"`
+	// Annotations are the cmsync annotations set on the source, beside the
+	// cmsync.io/replicate=true label (the annotation form); nil with Sync.
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Sync is the ConfigMapSync or SecretSync created where the peer's form has no
+	// annotation equivalent (its pull form).
+	Sync v1alpha1.Sync `json:"sync,omitempty"`
+	// Dropped names the source's peer features cmsync has no equivalent of.
+	Dropped []string `json:"dropped,omitempty"`
+	// Refused says why the source cannot be translated exactly: nothing is applied.
+	Refused string `json:"refused,omitempty"`
+	// TakeOver are the peer's copies, tied to this source by the peer's own markers,
+	// that cmsync takes over in place: they become its replicas without being deleted
+	// or created anew.
+	TakeOver []Copy `json:"takeOver,omitempty"`
+	// Left are copies left alone, with why.
+	Left []Copy `json:"left,omitempty"`
+	// New are the namespaces where cmsync creates a replica the peer had not made.
+	New []string `json:"new,omitempty"`
+	// owner is whose replicas the taken-over copies become.
+	owner desired.Owner
+}
+
+// Copy is one of a peer's copies.
+type Copy struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	UID       types.UID `json:"uid"`
+	Why       string    `json:"why,omitempty"`
+}
+
+// Markers are the labels, annotation and owner reference that taking over a copy
+// writes onto it (desired.ReplicaMarkers).
+func (m Move) Markers() (labels, annotations map[string]string, ref *metav1.OwnerReference) {
+	return desired.ReplicaMarkers(m.owner)
+}
+
+// Plan decides a Move for every source of a peer among objects, with the namespaces
+// and the controller's policy, as the controller would then act.
+func Plan(objects []Object, namespaces []desired.Namespace, policy desired.Policy) []Move {
+	copies := indexCopies(objects)
+	var moves []Move
+	for _, obj := range objects {
+		if desired.IsReplica(obj) {
+			continue
+		}
+		moves = append(moves, pushMoves(obj, copies, namespaces, policy)...)
+	}
+	moves = append(moves, pullMoves(objects, copies, namespaces, policy)...)
+	slices.SortFunc(moves, func(a, b Move) int {
+		return strings.Compare(a.Kind+"/"+a.Source.String()+"/"+a.Peer, b.Kind+"/"+b.Source.String()+"/"+b.Peer)
+	})
+	return moves
+}
+
+// New marks the targets of the move that no copy serves (taken over, or in the way).
+func (m *Move) markNew(targets []string, name string, copies []Object) {
+	served := sets.New[string]()
+	for _, c := range slices.Concat(m.TakeOver, m.Left) {
+		served.Insert(c.Namespace)
+	}
+	for _, c := range copies {
+		if c.GetName() == name {
+			served.Insert(c.GetNamespace())
+		}
+	}
+	for _, ns := range targets {
+		if !served.Has(ns) {
+			m.New = append(m.New, ns)
+		}
+	}
+}
+
+func copyOf(obj Object, why string) Copy {
+	return Copy{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(), Why: why}
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
