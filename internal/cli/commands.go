@@ -51,7 +51,7 @@ func NewCommand(out io.Writer) *cobra.Command {
 	for _, f := range policyflags.All {
 		o.policy[f.Name] = flags.String(f.Name, "", fmt.Sprintf("The controller's --%s (default: read from its Deployment; else %q).", f.Name, f.Default))
 	}
-	root.AddCommand(o.statusCommand(out), o.explainCommand(out), o.previewCommand(out))
+	root.AddCommand(o.statusCommand(out), o.explainCommand(out), o.previewCommand(out), o.migrateCommand(out))
 	return root
 }
 

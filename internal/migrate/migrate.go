@@ -8,7 +8,6 @@
 package migrate
 
 import (
-	"maps"
 	"slices"
 	"strings"
 
@@ -32,11 +31,12 @@ type Move struct {
 	Kind   string               `json:"kind"`
 	Source types.NamespacedName `json:"source"`
 	// Annotations are the cmsync annotations set on the source, beside the
-	// cmsync.io/replicate=true label (the annotation form); nil with Sync.
+	// cmsync.io/replicate=true label (the annotation form); nil with Explicit.
 	Annotations map[string]string `json:"annotations,omitempty"`
-	// Sync is the ConfigMapSync or SecretSync created where the peer's form has no
-	// annotation equivalent (its pull form).
-	Sync v1alpha1.Sync `json:"sync,omitempty"`
+	// ConfigMapSync or SecretSync is created where the peer's form has no annotation
+	// equivalent (its pull form); see Explicit.
+	ConfigMapSync *v1alpha1.ConfigMapSync `json:"configMapSync,omitempty"`
+	SecretSync    *v1alpha1.SecretSync    `json:"secretSync,omitempty"`
 	// Dropped names the source's peer features cmsync has no equivalent of.
 	Dropped []string `json:"dropped,omitempty"`
 	// Refused says why the source cannot be translated exactly: nothing is applied.
@@ -78,7 +78,7 @@ func Plan(objects []Object, namespaces []desired.Namespace, policy desired.Polic
 		}
 		moves = append(moves, pushMoves(obj, copies, namespaces, policy)...)
 	}
-	moves = append(moves, pullMoves(objects, copies, namespaces, policy)...)
+	moves = append(moves, pullMoves(objects, namespaces, policy)...)
 	slices.SortFunc(moves, func(a, b Move) int {
 		return strings.Compare(a.Kind+"/"+a.Source.String()+"/"+a.Peer, b.Kind+"/"+b.Source.String()+"/"+b.Peer)
 	})
@@ -107,4 +107,31 @@ func copyOf(obj Object, why string) Copy {
 	return Copy{Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(), Why: why}
 }
 
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+// Created is the move once its ConfigMapSync or SecretSync exists: its copies become
+// replicas of that very object (its UID in their owner reference).
+func (m Move) Created(sync v1alpha1.Sync) Move {
+	m.setExplicit(sync)
+	m.owner = desired.SyncOwner(sync)
+	return m
+}
+
+// Explicit is the ConfigMapSync or SecretSync the move creates, or nil.
+func (m Move) Explicit() v1alpha1.Sync {
+	switch {
+	case m.ConfigMapSync != nil:
+		return m.ConfigMapSync
+	case m.SecretSync != nil:
+		return m.SecretSync
+	}
+	return nil
+}
+
+func (m *Move) setExplicit(sync v1alpha1.Sync) {
+	m.ConfigMapSync, m.SecretSync = nil, nil
+	switch s := sync.(type) {
+	case *v1alpha1.ConfigMapSync:
+		m.ConfigMapSync = s
+	case *v1alpha1.SecretSync:
+		m.SecretSync = s
+	}
+}

@@ -50,8 +50,13 @@ func peersWorld() []Object {
 		object("ConfigMap", "shop", "settings-mirror", nil, reflectorCopy("platform/settings", "False")),
 
 		object("Secret", "registry", "pull", nil, map[string]string{syncerSync: ""}),
-		object("Secret", "team-b", "pull", map[string]string{syncerOriginName: "pull", syncerOriginNamespace: "registry", "kubed.appscode.com/origin.cluster": ""},
-			map[string]string{syncerOrigin: `{"kind":"Secret","namespace":"registry","name":"pull","uid":"u","apiVersion":"v1","resourceVersion":"1"}`}),
+		object(
+			"Secret",
+			"team-b",
+			"pull",
+			map[string]string{syncerOriginName: "pull", syncerOriginNamespace: "registry", "kubed.appscode.com/origin.cluster": ""},
+			map[string]string{syncerOrigin: `{"kind":"Secret","namespace":"registry","name":"pull","uid":"u","apiVersion":"v1","resourceVersion":"1"}`},
+		),
 		object("Secret", "team-a", "pull", nil, nil), // in the way: not the peer's
 
 		object("ConfigMap", "platform", "two-peers", nil, map[string]string{replicatorReplicateTo: "team-a", syncerSync: ""}),
@@ -116,9 +121,10 @@ func TestPlanTranslatesEachPeer(t *testing.T) {
 	}
 
 	pull := moveOf(t, moves, "Secret", "platform/db", Replicator)
-	sync, ok := pull.Sync.(*v1alpha1.SecretSync)
-	if !ok || sync.Spec.SecretName != "db" || !slices.Equal(sync.Spec.DestinationNamespaces, []string{"app-1"}) || sync.Spec.TargetName != "db-credentials" {
-		t.Errorf("replicator pull: %+v", pull.Sync)
+	sync := pull.SecretSync
+	if sync == nil || sync.Spec.SecretName != "db" || !slices.Equal(sync.Spec.DestinationNamespaces, []string{"app-1"}) ||
+		sync.Spec.TargetName != "db-credentials" {
+		t.Errorf("replicator pull: %+v", pull.SecretSync)
 	}
 	if !slices.Equal(namespacesIn(pull.TakeOver), []string{"app-1"}) || !slices.Equal(namespacesIn(pull.Left), []string{"other"}) {
 		t.Errorf("replicator pull copies: take over %v, left %v", pull.TakeOver, pull.Left)
@@ -137,7 +143,14 @@ func TestPlanTranslatesEachPeer(t *testing.T) {
 		t.Errorf("config-syncer: the Secret in the way in team-a is not listed as left: %v", syncer.Left)
 	}
 
-	if m := moveOf(t, moves, "ConfigMap", "platform/two-peers", Replicator+", "+ConfigSyncer); !strings.Contains(m.Refused, "disagree") || m.Annotations != nil {
+	if m := moveOf(
+		t,
+		moves,
+		"ConfigMap",
+		"platform/two-peers",
+		Replicator+", "+ConfigSyncer,
+	); !strings.Contains(m.Refused, "disagree") ||
+		m.Annotations != nil {
 		t.Errorf("two peers: %+v", m)
 	}
 	if m := moveOf(t, moves, "ConfigMap", "platform/regex", Replicator); !strings.Contains(m.Refused, `"team-[ab]" is a regular expression`) {
@@ -154,7 +167,8 @@ func TestPlanLeavesWhatThePeerDoesNotFill(t *testing.T) {
 			continue
 		}
 		mirrors++
-		if m.Sync != nil || m.Refused == "" || !slices.Equal(namespacesIn(m.Left), []string{"shop"}) || !strings.Contains(m.Left[0].Why, "does not allow namespace shop") {
+		if m.Explicit() != nil || m.Refused == "" || !slices.Equal(namespacesIn(m.Left), []string{"shop"}) ||
+			!strings.Contains(m.Left[0].Why, "does not allow namespace shop") {
 			t.Errorf("the mirror in shop, which reflector does not fill: %+v", m)
 		}
 	}

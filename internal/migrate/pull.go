@@ -26,7 +26,7 @@ type pullGroup struct {
 }
 
 // pullMoves translates the peers' pull forms into ConfigMapSyncs and SecretSyncs.
-func pullMoves(objects []Object, idx copyIndex, namespaces []desired.Namespace, policy desired.Policy) []Move {
+func pullMoves(objects []Object, namespaces []desired.Namespace, policy desired.Policy) []Move {
 	sources := map[string]Object{}
 	for _, obj := range objects {
 		sources[obj.Kind+"|"+key(obj).String()] = obj
@@ -42,7 +42,10 @@ func pullMoves(objects []Object, idx copyIndex, namespaces []desired.Namespace, 
 		if groups[id] == nil {
 			src, found := sources[obj.Kind+"|"+source.String()]
 			if !found {
-				src = Object{Kind: obj.Kind, PartialObjectMetadata: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: source.Namespace, Name: source.Name}}}
+				src = Object{
+					Kind:                  obj.Kind,
+					PartialObjectMetadata: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: source.Namespace, Name: source.Name}},
+				}
 			}
 			groups[id] = &pullGroup{peer: peer, kind: obj.Kind, name: obj.GetName(), source: src, found: found}
 			order = append(order, id)
@@ -90,11 +93,13 @@ func (g *pullGroup) move(namespaces []desired.Namespace, policy desired.Policy) 
 		m.Refused = "the peer fills none of its copies"
 		return m
 	}
-	m.Sync = g.explicit(filled)
+	explicit := g.explicit(filled)
+	m.setExplicit(explicit)
 	m.Dropped = dropped(g.peer, g.source)
-	owner, name, targets, invalid := resolve(g.kind, m.Source, g.source, m.Sync, namespaces, policy)
+	owner, name, targets, invalid := resolve(g.kind, m.Source, g.source, explicit, namespaces, policy)
 	if invalid != nil {
-		m.Refused, m.Sync = "cmsync would refuse it: "+invalid.Error(), nil
+		m.Refused = "cmsync would refuse it: " + invalid.Error()
+		m.setExplicit(nil)
 		return m
 	}
 	m.owner = owner

@@ -99,7 +99,11 @@ func reflectorAutoPatterns(auto, allowed string) (string, error) {
 	case allowed == "" || allowed == ".*" || allowed == auto:
 		return auto, nil
 	}
-	return "", fmt.Errorf("%s and %s both narrow the targets, to namespaces both lists match; cmsync has one list", reflectorAutoNamespaces, reflectorAllowedNamespaces)
+	return "", fmt.Errorf(
+		"%s and %s both narrow the targets, to namespaces both lists match; cmsync has one list",
+		reflectorAutoNamespaces,
+		reflectorAllowedNamespaces,
+	)
 }
 
 // targetAnnotations are cmsync's target annotations for a peer's comma list of

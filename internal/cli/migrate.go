@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/internal/migrate"
+	"github.com/cmsync/cmsync/replicator/desired"
+)
+
+// Migration is `kubectl cmsync migrate`'s answer: what moving each peer source onto
+// cmsync does, and, with --apply, what was written.
+type Migration struct {
+	Policy string         `json:"policy"`
+	Moves  []migrate.Move `json:"moves"`
+	// Skipped says what could not be read (Secrets the user may not list).
+	Skipped string `json:"skipped,omitempty"`
+	// Applied are the writes --apply made, and the ones that failed.
+	Applied []string `json:"applied,omitempty"`
+	Failed  []string `json:"failed,omitempty"`
+}
+
+func (o *options) migrateCommand(out io.Writer) *cobra.Command {
+	var apply bool
+	cmd := &cobra.Command{
+		Use: "migrate [--apply]",
+		Short: "Move from kubernetes-replicator, reflector or config-syncer: each source's cmsync equivalent, " +
+			"the copies cmsync takes over in place, what is left behind; --apply writes it with your rights",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, _, err := o.connect()
+			if err != nil {
+				return err
+			}
+			policy, where, err := o.controllerPolicy(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			m, err := planMigration(cmd.Context(), c, policy)
+			if err != nil {
+				return err
+			}
+			m.Policy = where
+			if apply {
+				applyMigration(cmd.Context(), c, &m)
+			}
+			if err := o.print(out, m, func(w io.Writer) { printMigration(w, m, apply) }); err != nil {
+				return err
+			}
+			if len(m.Failed) > 0 {
+				return fmt.Errorf("%d writes failed", len(m.Failed))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&apply, "apply", false, "Write the migration (default: show it and write nothing).")
+	return cmd
+}
+
+// planMigration reads the metadata of every ConfigMap and Secret (never a value) and
+// every namespace, and plans the moves.
+func planMigration(ctx context.Context, c cluster, policy desired.Policy) (Migration, error) {
+	var m Migration
+	namespaces, err := c.namespaces(ctx)
+	if err != nil {
+		return m, err
+	}
+	var objects []migrate.Object
+	for _, kind := range []string{configMapKind, secretKind} {
+		list := metadataList(kind)
+		err := c.client.List(ctx, list)
+		if kind == secretKind && apierrors.IsForbidden(err) {
+			m.Skipped = "Secrets: you may not list them: " + err.Error()
+			continue
+		}
+		if err != nil {
+			return m, fmt.Errorf("listing %ss: %w", kind, err)
+		}
+		for i := range list.Items {
+			objects = append(objects, migrate.Object{Kind: kind, PartialObjectMetadata: &list.Items[i]})
+		}
+	}
+	m.Moves = migrate.Plan(objects, namespaces, policy)
+	return m, nil
+}
+
+// applyMigration writes each move that is not refused: first the source's form (its
+// annotations and label, or the ConfigMapSync or SecretSync), so that cmsync knows the
+// source before it sees its replicas; then the take-over of each copy, which makes it
+// a replica without deleting or recreating it. cmsync itself never writes an object
+// it did not create: the take-over is this user's write, with this user's rights.
+func applyMigration(ctx context.Context, c cluster, m *Migration) {
+	for i, move := range m.Moves {
+		if move.Refused != "" {
+			continue
+		}
+		done, err := applyForm(ctx, c, move)
+		if err != nil {
+			m.Failed = append(m.Failed, err.Error())
+			continue
+		}
+		m.Moves[i] = done
+		m.Applied = append(m.Applied, describeForm(done))
+		for _, copy := range done.TakeOver {
+			if err := takeOver(ctx, c, done, copy); err != nil {
+				m.Failed = append(m.Failed, fmt.Sprintf("taking over %s %s/%s: %v", done.Kind, copy.Namespace, copy.Name, err))
+				continue
+			}
+			m.Applied = append(
+				m.Applied,
+				fmt.Sprintf("took over %s %s/%s (uid %s) as a replica of %s", done.Kind, copy.Namespace, copy.Name, copy.UID, done.Source),
+			)
+		}
+	}
+}
+
+// applyForm writes the move's cmsync form and returns the move as written.
+func applyForm(ctx context.Context, c cluster, move migrate.Move) (migrate.Move, error) {
+	explicit := move.Explicit()
+	if explicit == nil {
+		patch := map[string]any{"metadata": map[string]any{
+			"labels":      map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue},
+			"annotations": move.Annotations,
+		}}
+		if err := mergePatch(ctx, c, move.Kind, move.Source, patch); err != nil {
+			return move, fmt.Errorf("annotating %s %s: %w", move.Kind, move.Source, err)
+		}
+		return move, nil
+	}
+	kind := explicit.SyncSpec().Kind
+	err := c.client.Create(ctx, explicit)
+	if apierrors.IsAlreadyExists(err) {
+		existing := newSync(kind)
+		if err := c.client.Get(ctx, client.ObjectKeyFromObject(explicit), existing); err != nil {
+			return move, err
+		}
+		if existing.SyncSpec().Source() != move.Source {
+			return move, fmt.Errorf("%s %s exists and names another source, %s", kind, existing.GetName(), existing.SyncSpec().Source())
+		}
+		return move.Created(existing), nil
+	}
+	if err != nil {
+		return move, fmt.Errorf("creating %s %s: %w", kind, explicit.GetName(), err)
+	}
+	return move.Created(explicit), nil
+}
+
+// takeOver writes the replica markers onto a copy, conditional on its uid and version:
+// nothing but its labels, annotations and owner references changes.
+func takeOver(ctx context.Context, c cluster, move migrate.Move, copy migrate.Copy) error {
+	current := metadataOf(move.Kind)
+	if err := c.client.Get(ctx, types.NamespacedName{Namespace: copy.Namespace, Name: copy.Name}, current); err != nil {
+		return err
+	}
+	if current.UID != copy.UID {
+		return fmt.Errorf("replaced since it was read (uid %s, now %s): run migrate again", copy.UID, current.UID)
+	}
+	labels, annotations, ref := move.Markers()
+	metadata := map[string]any{"uid": current.UID, "resourceVersion": current.ResourceVersion, "labels": labels, "annotations": annotations}
+	if ref != nil {
+		metadata["ownerReferences"] = append(slices.Clone(current.OwnerReferences), *ref)
+	}
+	return mergePatch(ctx, c, move.Kind, types.NamespacedName{Namespace: copy.Namespace, Name: copy.Name}, map[string]any{"metadata": metadata})
+}
+
+func mergePatch(ctx context.Context, c cluster, kind string, key types.NamespacedName, patch map[string]any) error {
+	raw, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	obj := metadataOf(kind)
+	obj.Namespace, obj.Name = key.Namespace, key.Name
+	return c.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, raw))
+}
+
+func describeForm(move migrate.Move) string {
+	if explicit := move.Explicit(); explicit != nil {
+		return fmt.Sprintf("created %s %s for %s %s", explicit.SyncSpec().Kind, explicit.GetName(), move.Kind, move.Source)
+	}
+	return fmt.Sprintf(
+		"labelled %s %s %s=%s and annotated it %s",
+		move.Kind,
+		move.Source,
+		v1alpha1.ReplicateLabel,
+		v1alpha1.ReplicateLabelValue,
+		annotationList(move.Annotations),
+	)
+}
+
+func annotationList(a map[string]string) string {
+	parts := make([]string, 0, len(a))
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		parts = append(parts, k+"="+a[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+func printMigration(w io.Writer, m Migration, applied bool) {
+	printf(w, "%d sources of other replicators (controller policy from %s)\n", len(m.Moves), m.Policy)
+	if m.Skipped != "" {
+		printf(w, "not read: %s\n", m.Skipped)
+	}
+	for _, move := range m.Moves {
+		printf(w, "\n%s %s (%s)\n", move.Kind, move.Source, move.Peer)
+		switch {
+		case move.Refused != "":
+			printf(w, "  refused, nothing applied: %s\n", move.Refused)
+		case move.Explicit() != nil:
+			explicit := move.Explicit()
+			raw, _ := json.Marshal(explicit.SyncSpec().ReplicaSpec)
+			printf(w, "  cmsync: %s %s %s\n", explicit.SyncSpec().Kind, explicit.GetName(), raw)
+		default:
+			printf(w, "  cmsync: label %s=%s, %s\n", v1alpha1.ReplicateLabel, v1alpha1.ReplicateLabelValue, annotationList(move.Annotations))
+		}
+		for _, d := range move.Dropped {
+			printf(w, "  dropped: %s\n", d)
+		}
+		for _, c := range move.TakeOver {
+			printf(w, "  take over\t%s/%s\n", c.Namespace, c.Name)
+		}
+		for _, ns := range move.New {
+			printf(w, "  new replica\t%s\n", ns)
+		}
+		for _, c := range move.Left {
+			printf(w, "  left alone\t%s/%s\t%s\n", c.Namespace, c.Name, c.Why)
+		}
+	}
+	if applied {
+		printf(w, "\n%d writes, %d failed\n", len(m.Applied), len(m.Failed))
+		for _, f := range m.Failed {
+			printf(w, "  failed: %s\n", f)
+		}
+	} else {
+		printf(w, "\nNothing written: run again with --apply, after stopping the other replicator.\n")
+	}
+}
