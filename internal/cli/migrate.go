@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -156,22 +158,69 @@ func applyForm(ctx context.Context, c cluster, move migrate.Move) (migrate.Move,
 	return move.Created(explicit), nil
 }
 
-// takeOver writes the replica markers onto a copy, conditional on its uid and version:
-// nothing but its labels, annotations and owner references changes.
+// takeOver writes the replica markers onto a copy, and makes cmsync the manager of its
+// content: one server-side apply under cmsync's field manager, forced, of the markers
+// and the copy's own content as it is, conditional on the version read. Nothing of the
+// copy changes but its markers; its content's managedFields now name cmsync, as on a
+// replica cmsync wrote, so that cmsync sees from a replica's metadata alone when
+// someone edits it (another manager then owns a content field), and repairs it.
 func takeOver(ctx context.Context, c cluster, move migrate.Move, copy migrate.Copy) error {
-	current := metadataOf(move.Kind)
-	if err := c.client.Get(ctx, types.NamespacedName{Namespace: copy.Namespace, Name: copy.Name}, current); err != nil {
+	key := types.NamespacedName{Namespace: copy.Namespace, Name: copy.Name}
+	current, content, err := readCopy(ctx, c, move.Kind, key)
+	if err != nil {
 		return err
 	}
-	if current.UID != copy.UID {
-		return fmt.Errorf("replaced since it was read (uid %s, now %s): run migrate again", copy.UID, current.UID)
+	if current.GetUID() != copy.UID {
+		return fmt.Errorf("replaced since it was read (uid %s, now %s): run migrate again", copy.UID, current.GetUID())
 	}
 	labels, annotations, ref := move.Markers()
-	metadata := map[string]any{"uid": current.UID, "resourceVersion": current.ResourceVersion, "labels": labels, "annotations": annotations}
-	if ref != nil {
-		metadata["ownerReferences"] = append(slices.Clone(current.OwnerReferences), *ref)
+	metadata := map[string]any{
+		"name": copy.Name, "namespace": copy.Namespace, "uid": current.GetUID(), "resourceVersion": current.GetResourceVersion(),
+		"labels": labels, "annotations": annotations,
 	}
-	return mergePatch(ctx, c, move.Kind, types.NamespacedName{Namespace: copy.Namespace, Name: copy.Name}, map[string]any{"metadata": metadata})
+	if ref != nil {
+		metadata["ownerReferences"] = []metav1.OwnerReference{*ref}
+	}
+	applied := map[string]any{"apiVersion": "v1", "kind": move.Kind, "metadata": metadata}
+	maps.Copy(applied, content)
+	raw, err := json.Marshal(applied)
+	if err != nil {
+		return err
+	}
+	obj := metadataOf(move.Kind)
+	obj.Namespace, obj.Name = key.Namespace, key.Name
+	return c.client.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, raw), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+}
+
+// readCopy reads a copy whole, and returns its content fields as they are. A Secret's
+// values go from this read into the apply that writes them back unchanged, and nowhere
+// else.
+func readCopy(ctx context.Context, c cluster, kind string, key types.NamespacedName) (metav1.Object, map[string]any, error) {
+	content := map[string]any{}
+	if kind == secretKind {
+		s := &corev1.Secret{}
+		if err := c.client.Get(ctx, key, s); err != nil {
+			return nil, nil, err
+		}
+		content["type"] = s.Type
+		setIf(content, "data", s.Data, len(s.Data) > 0)
+		setIf(content, "immutable", s.Immutable, s.Immutable != nil)
+		return s, content, nil
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.client.Get(ctx, key, cm); err != nil {
+		return nil, nil, err
+	}
+	setIf(content, "data", cm.Data, len(cm.Data) > 0)
+	setIf(content, "binaryData", cm.BinaryData, len(cm.BinaryData) > 0)
+	setIf(content, "immutable", cm.Immutable, cm.Immutable != nil)
+	return cm, content, nil
+}
+
+func setIf(m map[string]any, key string, value any, set bool) {
+	if set {
+		m[key] = value
+	}
 }
 
 func mergePatch(ctx context.Context, c cluster, kind string, key types.NamespacedName, patch map[string]any) error {

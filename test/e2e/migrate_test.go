@@ -79,7 +79,12 @@ func TestMigrateTakesOverThePeersCopiesInPlace(t *testing.T) {
 		harness.WaitForAnnotation(t, src, name, v1alpha1.StatusAnnotation, v1alpha1.StatusSynced)
 	}
 
-	// cmsync follows the sources into the copies it took over, and repairs them.
+	// cmsync repairs the copies it took over, and follows the sources into them.
+	harness.WithoutProtection(t, func() {
+		must(t, harness.K8s.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "reflected"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"tampered"}}`))))
+	})
+	harness.WaitForValue(t, 30*time.Second, "reflected", "ca.crt", "pem", b)
 	must(t, harness.K8s.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "mittwald-ca"}},
 		client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"rotated"}}`))))
 	harness.WaitForValue(t, 30*time.Second, "mittwald-ca", "ca.crt", "rotated", a, b)
