@@ -88,31 +88,62 @@ make -s verify-signature "${keys[@]}" REF="$REGISTRY_HOST/cmsync/charts/cmsync:0
 # The kubelet pulls with the credentials of an imagePullSecrets entry, and that Secret is
 # a cmsync replica of a source kept in another namespace: cmsync delivers its own
 # credentials. Its Pods cannot pull before the replica exists, so the first replica is
-# written by the same binary run once from here as the chart's ServiceAccount (the only
-# identity the admission policy lets write replicas); then the Pods pull and lead.
-log "the pull secret's source, and helm install oci://$REGISTRY_HOST/cmsync/charts/cmsync"
+# written by the release's binary run once from here as the chart's ServiceAccount (the
+# only identity the admission policy lets write replicas); then the Pods pull and lead.
 "$KUBECTL" create namespace registry-credentials >/dev/null
 "$KUBECTL" -n registry-credentials create secret docker-registry cmsync-pull --docker-server="$REGISTRY_HOST" \
   --docker-username="$REGISTRY_USER" --docker-password="$REGISTRY_PASSWORD" >/dev/null
 "$KUBECTL" -n registry-credentials label secret cmsync-pull cmsync.io/replicate=true >/dev/null
 "$KUBECTL" -n registry-credentials annotate secret cmsync-pull cmsync.io/target-namespaces=cmsync-system >/dev/null
-"$HELM" install cmsync "oci://$REGISTRY_HOST/cmsync/charts/cmsync" --version 0.1.0-node-e2e \
-  --ca-file "$REGISTRY_CA" --registry-config "$DOCKER_CONFIG/config.json" --namespace cmsync-system --create-namespace \
-  --set image.repository="$REGISTRY_HOST/cmsync/cmsync" --set 'imagePullSecrets[0].name=cmsync-pull' \
-  --set replicaCount=2 --set secrets.enabled=true >/dev/null
-token="$("$KUBECTL" -n cmsync-system create token cmsync)"
-"$KUBECTL" config view --raw --minify --flatten > "$dir/bootstrap.kubeconfig"
-KUBECONFIG="$dir/bootstrap.kubeconfig" "$KUBECTL" config set-credentials bootstrap --token="$token" >/dev/null
-KUBECONFIG="$dir/bootstrap.kubeconfig" "$KUBECTL" config set-context --current --user=bootstrap >/dev/null
-.cache/cmsync-host --kubeconfig="$dir/bootstrap.kubeconfig" --secrets=enabled --leader-elect=true \
-  --leader-election-namespace=cmsync-system --metrics-bind-address=0 --health-probe-bind-address=0 \
-  >"$dir/logs/cmsync-bootstrap.log" 2>&1 &
-bootstrap=$!
-for _ in $(seq 120); do "$KUBECTL" -n cmsync-system get secret cmsync-pull >/dev/null 2>&1 && break; sleep 1; done
-kill -TERM "$bootstrap"; wait "$bootstrap" || true
-"$KUBECTL" -n cmsync-system get secret cmsync-pull -o jsonpath='{.metadata.annotations.cmsync\.io/source}{"\n"}' >&2
-"$KUBECTL" -n cmsync-system rollout status deployment/cmsync --timeout=300s ||
-  { "$KUBECTL" get pods -A -o wide; "$KUBECTL" describe pods -n cmsync-system | tail -40; exit 1; }
+chart_values=(--namespace cmsync-system --set image.repository="$REGISTRY_HOST/cmsync/cmsync" --set 'imagePullSecrets[0].name=cmsync-pull'
+  --set replicaCount=2 --set secrets.enabled=true)
+oci_chart=("oci://$REGISTRY_HOST/cmsync/charts/cmsync" --version 0.1.0-node-e2e --ca-file "$REGISTRY_CA" --registry-config "$DOCKER_CONFIG/config.json")
+
+# bootstrap BINARY: the pull secret's first replica, written by BINARY.
+bootstrap() {
+  local token
+  token="$("$KUBECTL" -n cmsync-system create token cmsync)"
+  "$KUBECTL" config view --raw --minify --flatten > "$dir/bootstrap.kubeconfig"
+  KUBECONFIG="$dir/bootstrap.kubeconfig" "$KUBECTL" config set-credentials bootstrap --token="$token" >/dev/null
+  KUBECONFIG="$dir/bootstrap.kubeconfig" "$KUBECTL" config set-context --current --user=bootstrap >/dev/null
+  "$1" --kubeconfig="$dir/bootstrap.kubeconfig" --secrets=enabled --leader-elect=true \
+    --leader-election-namespace=cmsync-system --metrics-bind-address=0 --health-probe-bind-address=0 \
+    >"$dir/logs/cmsync-bootstrap.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 120); do "$KUBECTL" -n cmsync-system get secret cmsync-pull >/dev/null 2>&1 && break; sleep 1; done
+  kill -TERM "$pid"; wait "$pid" || true
+  "$KUBECTL" -n cmsync-system get secret cmsync-pull -o jsonpath='{.metadata.annotations.cmsync\.io/source}{"\n"}' >&2
+}
+rolled_out() {
+  "$KUBECTL" -n cmsync-system rollout status deployment/cmsync --timeout=300s ||
+    { "$KUBECTL" get pods -A -o wide; "$KUBECTL" describe pods -n cmsync-system | tail -40; exit 1; }
+}
+
+if [ "$mode" = up ]; then
+  log "the pull secret's source, and helm install oci://$REGISTRY_HOST/cmsync/charts/cmsync"
+  "$HELM" install cmsync "${oci_chart[@]}" --create-namespace "${chart_values[@]}" >/dev/null
+  bootstrap .cache/cmsync-host
+  rolled_out
+else
+  # The first release (test/upgrade's, built from this repository's history: its binary
+  # and chart by hack/first-release.sh, its image by ko from its source), then helm
+  # upgrade to this chart and image while a Pod on the node mounts a replica.
+  first_commit="$(sed -n 's/^const firstRelease = "\([0-9a-f]*\)"$/\1/p' test/upgrade/main_test.go)"
+  first="$(hack/first-release.sh "$first_commit")"
+  log "ko: the first release ($first_commit), pushed to the node's registry"
+  (cd "$first/src" && KO_DOCKER_REPO="$REGISTRY_HOST/cmsync/cmsync" KO_DEFAULTBASEIMAGE="$REGISTRY_HOST/cmsync/base:nonroot" \
+    "$(hack/tool.sh ko)" build --bare --platform=linux/amd64 --tags=first-release . >&2)
+  log "the pull secret's source, and helm install of the first release"
+  "$HELM" install cmsync "$first/chart" --create-namespace "${chart_values[@]}" --set image.tag=first-release >/dev/null
+  bootstrap "$first/cmsync"
+  rolled_out
+  KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/node-upgrade.sh arrange
+  log "helm upgrade to oci://$REGISTRY_HOST/cmsync/charts/cmsync, then its CRDs (Helm leaves CRDs as they are)"
+  "$HELM" upgrade cmsync "${oci_chart[@]}" "${chart_values[@]}" >/dev/null
+  "$KUBECTL" apply --server-side -f deploy/crds/ >/dev/null
+  rolled_out
+  KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/node-upgrade.sh check
+fi
 log "the kubelet pulled the image:"
 "$KUBECTL" -n cmsync-system get events --field-selector reason=Pulled -o custom-columns=MESSAGE:.message --no-headers >&2
 "$KUBECTL" get pods -n cmsync-system -o wide >&2
