@@ -21,19 +21,8 @@ import (
 
 func setupError(t *testing.T, env *controlplane.Env, mode string) error {
 	t.Helper()
-	o := replicator.Options{
-		Policy: defaultPolicy(), Writers: 1, ConflictRecheck: time.Second,
-		Registerer: prometheus.NewRegistry(), ConfigMapSync: mode,
-	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 newScheme(),
-		Cache:                  replicator.ManagerCacheOptions(o),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr(true)},
-	})
-	must(t, err)
-	return replicator.Setup(context.Background(), mgr, o)
+	_, err := setupWith(t, env, func(o *replicator.Options) { o.ConfigMapSync = mode })
+	return err
 }
 
 // --configmapsync: auto runs without the CRD, enabled refuses to start without it with
