@@ -131,8 +131,9 @@ else
   first_commit="$(sed -n 's/^const firstRelease = "\([0-9a-f]*\)"$/\1/p' test/upgrade/main_test.go)"
   first="$(hack/first-release.sh "$first_commit")"
   log "ko: the first release ($first_commit), pushed to the node's registry"
+  ko="$(hack/tool.sh ko)"
   (cd "$first/src" && KO_DOCKER_REPO="$REGISTRY_HOST/cmsync/cmsync" KO_DEFAULTBASEIMAGE="$REGISTRY_HOST/cmsync/base:nonroot" \
-    "$(hack/tool.sh ko)" build --bare --platform=linux/amd64 --tags=first-release . >&2)
+    "$ko" build --bare --platform=linux/amd64 --tags=first-release . >&2)
   log "the pull secret's source, and helm install of the first release"
   "$HELM" install cmsync "$first/chart" --create-namespace "${chart_values[@]}" --set image.tag=first-release >/dev/null
   bootstrap "$first/cmsync"
@@ -140,7 +141,7 @@ else
   KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/node-upgrade.sh arrange
   log "helm upgrade to oci://$REGISTRY_HOST/cmsync/charts/cmsync, then its CRDs (Helm leaves CRDs as they are)"
   "$HELM" upgrade cmsync "${oci_chart[@]}" "${chart_values[@]}" >/dev/null
-  "$KUBECTL" apply --server-side -f deploy/crds/ >/dev/null
+  "$KUBECTL" apply --server-side --force-conflicts -f deploy/crds/ >/dev/null
   rolled_out
   KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/node-upgrade.sh check
 fi

@@ -296,11 +296,11 @@ func changeSources(t *testing.T, value string) {
 	})
 }
 
-// applyCRDs applies the working tree's CRDs, as docs/install.md tells users to after a
-// helm upgrade.
+// applyCRDs applies the working tree's CRDs as docs/install.md tells users to after a
+// helm upgrade: a server-side apply that takes the fields Helm wrote at the install
+// (kubectl apply --server-side --force-conflicts).
 func applyCRDs(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
 	files, err := filepath.Glob("../../deploy/crds/*.yaml")
 	must(t, err)
 	for _, file := range files {
@@ -308,14 +308,10 @@ func applyCRDs(t *testing.T) {
 		must(t, err)
 		crd := &unstructured.Unstructured{}
 		must(t, yaml.Unmarshal(raw, &crd.Object))
-		existing := &unstructured.Unstructured{}
-		existing.SetGroupVersionKind(crd.GroupVersionKind())
-		if err := harness.K8s.Get(ctx, client.ObjectKeyFromObject(crd), existing); err == nil {
-			crd.SetResourceVersion(existing.GetResourceVersion())
-			must(t, harness.K8s.Update(ctx, crd))
-		} else {
-			must(t, harness.K8s.Create(ctx, crd))
-		}
+		applied, err := crd.MarshalJSON()
+		must(t, err)
+		must(t, harness.K8s.Patch(context.Background(), crd, client.RawPatch(types.ApplyPatchType, applied),
+			client.FieldOwner("kubectl"), client.ForceOwnership))
 	}
 }
 
