@@ -98,13 +98,13 @@ func (m *sourceMetrics) RecordSource(owner desired.Owner, s desired.Summary) {
 }
 
 // RecordProblem counts owner's source as one that cannot be acted on, for reason
-// (Invalid, SourceNotFound, or Failed: a ConfigMapSync's source could not be read).
+// (Invalid, SourceNotFound, or Failed: a ConfigMapSync's or SecretSync's source could not be read).
 func (m *sourceMetrics) RecordProblem(owner desired.Owner, reason string) {
 	m.set(owner, &sourceCounts{replicaCounts: replicaCounts{sources: 1}, reason: reason})
 }
 
 // ForgetSource drops a source that no longer exists or is no longer labelled, or a
-// deleted ConfigMapSync.
+// deleted ConfigMapSync or SecretSync.
 func (m *sourceMetrics) ForgetSource(owner desired.Owner) { m.set(owner, nil) }
 
 // set replaces the counts of owner's source (nil: forget it) in its kind's total.

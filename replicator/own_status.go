@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// ownStatus keeps, for each owner (a source, or a ConfigMapSync), what a front door
+// ownStatus keeps, for each owner (a source, or a ConfigMapSync or SecretSync), what a front door
 // knows of its own status writes that its cache may not show yet.
 //
 // The last status write the API server took: the resourceVersion of the copy it

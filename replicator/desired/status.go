@@ -46,7 +46,7 @@ type Result struct {
 }
 
 // Summary sums a pass up, once, for everything that reports on it: the status of the
-// source or ConfigMapSync, the Events, the log and the metrics.
+// source or ConfigMapSync or SecretSync, the Events, the log and the metrics.
 type Summary struct {
 	// Targets is the number of target namespaces; Synced of them hold a replica equal
 	// to the desired one, Conflicts are blocked by an object cmsync does not own for
@@ -262,11 +262,11 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// maxFailedNamespaces caps status.failedNamespaces of a ConfigMapSync; the counts and
+// maxFailedNamespaces caps status.failedNamespaces of a ConfigMapSync or SecretSync; the counts and
 // the condition message still cover every namespace.
 const maxFailedNamespaces = 20
 
-// SetSyncStatus writes the summary of a pass into a ConfigMapSync's status. changed
+// SetSyncStatus writes the summary of a pass into a ConfigMapSync's or SecretSync's status. changed
 // marks a change of replicas to report, at now: this pass's, or an earlier pass's whose
 // status write did not land; only then does lastSyncTime move (as StatusPatch moves a
 // source's last-sync-time). Conditions keep their
@@ -305,7 +305,7 @@ func SetSyncStatus(status *v1alpha1.SyncStatus, generation int64, source string,
 	meta.SetStatusCondition(&status.Conditions, ready)
 }
 
-// SameSyncOutcome reports whether two statuses of a ConfigMapSync say the same but for
+// SameSyncOutcome reports whether two statuses of a ConfigMapSync (or SecretSync) say the same but for
 // when: the conditions' lastTransitionTime and lastSyncTime may differ. A pass that
 // read an older copy than cmsync's own last status write computes those times from
 // that copy (a transition anew, an older last sync), while the server has the write's.
@@ -322,7 +322,7 @@ func withoutTimes(status v1alpha1.SyncStatus) v1alpha1.SyncStatus {
 	return out
 }
 
-// SetSyncProblem writes a status for a ConfigMapSync that cmsync cannot act on (reason
+// SetSyncProblem writes a status for a ConfigMapSync or SecretSync that cmsync cannot act on (reason
 // Invalid, SourceNotFound, or Failed when its source could not be read); nothing was
 // changed, so the counts describe the replicas as they are.
 func SetSyncProblem(status *v1alpha1.SyncStatus, generation int64, source, reason string, err error, targets, synced int) {
