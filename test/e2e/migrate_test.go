@@ -37,6 +37,7 @@ func TestMigrateTakesOverThePeersCopiesInPlace(t *testing.T) {
 	selected := map[string]string{"peer-migrate": s}
 	src, a, b := harness.NewNamespace(t, "peer-src", nil), harness.NewNamespace(t, "peer-a", selected), harness.NewNamespace(t, "peer-b", selected)
 	copies := arrangePeers(t, src, a, b, "peer-migrate="+s)
+	harness.DeleteSourcesAtEnd(t, []string{src}, src+".mittwald-ca.pulled")
 	watching := watchCopies(t, a, b)
 
 	var preview cli.Migration
