@@ -218,21 +218,18 @@ e2e: build ## The cmsync binary as a process against kube-apiserver, etcd and ku
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" CMSYNC_BIN="$(abspath $(BIN)/cmsync)" CMSYNC_PLUGIN="$(abspath $(BIN)/kubectl-cmsync)" \
 	  PROMETHEUS="$$(hack/tool.sh prometheus)" HELM="$(HELM)" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... ./test/scoped/... ./test/upgrade/... ./test/chaos/... -p 1 -v
 
-KIND_CLUSTER ?= cmsync-e2e
-KIND_IMG_REPO ?= ghcr.io/cmsync/cmsync
-KIND_IMG_TAG ?= e2e
-
 .PHONY: kind-e2e
-kind-e2e: ## On a machine with Docker: kind cluster, image, helm install, the e2e suite against the in-cluster Pod, cluster deleted.
-	KIND="$$(hack/tool.sh kind)"; \
-	trap '$$KIND delete cluster --name $(KIND_CLUSTER)' EXIT; mkdir -p .cache; \
-	$$KIND create cluster --name $(KIND_CLUSTER) --config deploy/kind/cluster.yaml --kubeconfig .cache/kind.kubeconfig --wait 120s && \
-	docker build -t $(KIND_IMG_REPO):$(KIND_IMG_TAG) . && \
-	$$KIND load docker-image $(KIND_IMG_REPO):$(KIND_IMG_TAG) --name $(KIND_CLUSTER) && \
-	KUBECONFIG=.cache/kind.kubeconfig $(HELM) install cmsync $(CHART) --namespace cmsync-system --create-namespace \
-	  --set image.repository=$(KIND_IMG_REPO) --set image.tag=$(KIND_IMG_TAG) --set image.pullPolicy=Never --wait --timeout 180s && \
-	KUBECONFIG=$(abspath .cache/kind.kubeconfig) CMSYNC_E2E_EXISTING_CLUSTER=1 HELM="$(HELM)" \
-	  go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
+kind-e2e: ## The chart's Pods on a two-node kind cluster, installed from the registry as users install, and the in-cluster suites against them (with Docker; or as root with an engine and node image of the suite's own, see docs/development.md).
+	hack/kind-e2e.sh test
+
+# make test runs kind-e2e where it can: with a Docker engine, or as root (CI).
+.PHONY: test-kind-e2e
+test-kind-e2e:
+	CMSYNC_KIND_E2E_OPTIONAL=1 hack/kind-e2e.sh test
+
+.PHONY: local-kind
+local-kind: ## The kind cluster of kind-e2e with cmsync installed from its registry; Ctrl-C deletes it and cleans up.
+	hack/kind-e2e.sh up
 
 .PHONY: local-node
 local-node: ## (root) A real single-node cluster from source, the cmsync image and the chart's Pod running on it; Ctrl-C stops and cleans up.

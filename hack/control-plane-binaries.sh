@@ -9,6 +9,7 @@
 #
 # With the argument "node" it also builds what a real single-node cluster needs on top
 # (kube-scheduler, kubelet, kube-proxy and kubectl, same version; see internal/testsupport/node).
+# With "kind", kubeadm too: the kind suite's node image (hack/kind/node-image.sh).
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.1}"
@@ -19,7 +20,10 @@ OUT="$CACHE/kubernetes-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 log() { echo "control-plane-binaries: $*" >&2; }
 
 KUBE_CMDS=(kube-apiserver kube-controller-manager)
-[ "${1:-}" = node ] && KUBE_CMDS+=(kube-scheduler kubelet kube-proxy kubectl)
+case "${1:-}" in
+  node) KUBE_CMDS+=(kube-scheduler kubelet kube-proxy kubectl) ;;
+  kind) KUBE_CMDS+=(kube-scheduler kubelet kube-proxy kubectl kubeadm) ;;
+esac
 
 have_kube() { local c; for c in "${KUBE_CMDS[@]}"; do [ -x "$OUT/$c" ] || return 1; done; }
 have() { have_kube && [ -x "$OUT/etcd" ]; }

@@ -12,6 +12,10 @@ case "$1" in
   # and ctr (to import images). Built static, like its release binaries.
   containerd)     pkg="github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr"
                   version=v2.4.2 ;;
+  # The kind suite's node image (hack/kind/node-image.sh): crictl, which kind's nodes
+  # carry, and CoreDNS at the version kubeadm v1.37 deploys.
+  crictl)         pkg=sigs.k8s.io/cri-tools/cmd/crictl; version=v1.37.0 ;;
+  coredns)        pkg=github.com/coredns/coredns; version=v1.14.6 ;;
   # The release path: ko builds the images, the CNCF distribution registry serves them
   # (and the OCI chart) in the tests, cosign signs and verifies, actionlint checks the
   # GitHub workflows.

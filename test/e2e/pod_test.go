@@ -177,54 +177,112 @@ func readyPods(t *testing.T, min int) []corev1.Pod {
 	return ready
 }
 
-// A Pod in another namespace mounts the replica of a kubernetes.io/tls Secret: its
-// container reads the source's certificate, and after the source is renewed, the new
-// one. The kubelet reads the replica, never the source, so this is the whole path a
-// team's ingress depends on.
-func TestPodMountsReplicatedSecret(t *testing.T) {
+// On every node of the cluster (kind-e2e runs two), a Pod in a namespace of its own
+// mounts the replicas of a kubernetes.io/tls Secret and of a ConfigMap: its container
+// reads the source's certificate and settings, and after both sources are renewed, the
+// new ones. The kubelet of each node reads the replicas, never the sources, so this is
+// the whole path a team's ingress depends on, wherever its Pods run.
+func TestPodsMountReplicasOnEveryNode(t *testing.T) {
 	skipUnlessInCluster(t)
 	ctx := context.Background()
-	src, dst := harness.NewNamespace(t, "issuer", nil), harness.NewNamespace(t, "mount", nil)
+	nodes := readyNodes(t)
+	src := harness.NewNamespace(t, "issuer", nil)
+	dsts := make([]string, len(nodes))
+	for i := range nodes {
+		dsts[i] = harness.NewNamespace(t, "mount", nil)
+	}
+	targets := map[string]string{v1alpha1.TargetNamespacesAnnotation: strings.Join(dsts, ",")}
+	replicate := map[string]string{v1alpha1.ReplicateLabel: "true"}
 	first := "-----BEGIN CERTIFICATE-----\nfirst-issue-" + randomSuffix() + "\n-----END CERTIFICATE-----\n"
 	renewed := "-----BEGIN CERTIFICATE-----\nrenewed-" + randomSuffix() + "\n-----END CERTIFICATE-----\n"
+	firstSettings, renewedSettings := "endpoint=first-"+randomSuffix(), "endpoint=renewed-"+randomSuffix()
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "wildcard-tls",
-			Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: dst}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "wildcard-tls", Labels: replicate, Annotations: targets},
 		Type:       corev1.SecretTypeTLS,
 		StringData: map[string]string{corev1.TLSCertKey: first, corev1.TLSPrivateKeyKey: "key"},
 	}
+	settings := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "settings", Labels: replicate, Annotations: targets},
+		Data:       map[string]string{"settings": firstSettings},
+	}
 	must(t, harness.K8s.Create(ctx, secret))
-	waitForSecretValue(t, "wildcard-tls", corev1.TLSCertKey, first, dst)
+	must(t, harness.K8s.Create(ctx, settings))
+	waitForSecretValue(t, "wildcard-tls", corev1.TLSCertKey, first, dsts...)
+	waitForData(t, "settings", map[string]string{"settings": firstSettings}, dsts...)
 
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: dst, Name: "reader"},
+	for i, node := range nodes {
+		must(t, harness.K8s.Create(ctx, readerPod(dsts[i], node)))
+	}
+	for _, dst := range dsts {
+		waitForLog(t, dst, "reader", first, 90*time.Second)
+		waitForLog(t, dst, "reader", firstSettings, 30*time.Second)
+	}
+
+	must(t, harness.K8s.Patch(ctx, secret, client.RawPatch(types.MergePatchType,
+		[]byte(`{"stringData":{"`+corev1.TLSCertKey+`":`+fmt.Sprintf("%q", renewed)+`}}`))))
+	must(t, harness.K8s.Patch(ctx, settings, client.RawPatch(types.MergePatchType,
+		[]byte(`{"data":{"settings":`+fmt.Sprintf("%q", renewedSettings)+`}}`))))
+	waitForSecretValue(t, "wildcard-tls", corev1.TLSCertKey, renewed, dsts...)
+	waitForData(t, "settings", map[string]string{"settings": renewedSettings}, dsts...)
+	// The kubelet refreshes Secret and ConfigMap volumes on its Pod sync (every minute
+	// by default).
+	for _, dst := range dsts {
+		waitForLog(t, dst, "reader", renewed, 3*time.Minute)
+		waitForLog(t, dst, "reader", renewedSettings, time.Minute)
+	}
+}
+
+// readyNodes returns the names of the cluster's Ready nodes.
+func readyNodes(t *testing.T) []string {
+	t.Helper()
+	var nodes corev1.NodeList
+	must(t, harness.K8s.List(context.Background(), &nodes))
+	var names []string
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				names = append(names, n.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("no Ready node")
+	}
+	return names
+}
+
+// readerPod runs printfile on node, hardened as the chart's Pod is, over the replicas
+// wildcard-tls and settings mounted in namespace. It tolerates the control plane's
+// taint, so that it runs on every node.
+func readerPod(namespace, node string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "reader"},
 		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{corev1.LabelHostname: node},
+			Tolerations:  []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: harness.Ptr(true), RunAsUser: harness.Ptr(int64(65532)),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
 				Name: "reader", Image: "localhost/cmsync-node/printfile:1", ImagePullPolicy: corev1.PullNever,
-				Args:         []string{"/tls/" + corev1.TLSCertKey},
-				VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true}},
+				Args: []string{"/tls/" + corev1.TLSCertKey, "/settings/settings"},
+				VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls", ReadOnly: true},
+					{Name: "settings", MountPath: "/settings", ReadOnly: true}},
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: harness.Ptr(false), ReadOnlyRootFilesystem: harness.Ptr(true),
 					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},
-			Volumes: []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "wildcard-tls"}}}},
+			Volumes: []corev1.Volume{
+				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "wildcard-tls"}}},
+				{Name: "settings", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}},
+			},
 		},
 	}
-	must(t, harness.K8s.Create(ctx, pod))
-	waitForLog(t, dst, "reader", first, 90*time.Second)
-
-	must(t, harness.K8s.Patch(ctx, secret, client.RawPatch(types.MergePatchType,
-		[]byte(`{"stringData":{"`+corev1.TLSCertKey+`":`+fmt.Sprintf("%q", renewed)+`}}`))))
-	waitForSecretValue(t, "wildcard-tls", corev1.TLSCertKey, renewed, dst)
-	// The kubelet refreshes Secret volumes on its Pod sync (every minute by default).
-	waitForLog(t, dst, "reader", renewed, 3*time.Minute)
 }
 
 // waitForLog waits until the log of the Pod's only container contains text.
 func waitForLog(t *testing.T, namespace, pod, text string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, "log of "+namespace+"/"+pod+" shows the certificate", func() error {
+	eventually(t, timeout, "log of "+namespace+"/"+pod+" shows "+text, func() error {
 		raw, err := harness.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(context.Background())
 		if err != nil {
 			return err

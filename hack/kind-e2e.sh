@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# kind-e2e.sh test|up — the chart's Pods on a real kind cluster, installed as users
+# install: ko's image and the OCI chart pushed to a registry, signed, verified, pulled
+# by the cluster. "test" runs the in-cluster suites against it (the e2e suite with a
+# Pod on each node mounting replicas, an upgrade from the first release, scoped mode,
+# a tampered image) and deletes everything; "up" keeps the cluster until Ctrl-C.
+#
+# Where it runs:
+#   - with a Docker engine this user can reach (a laptop): that engine and kind's
+#     published node image;
+#   - as root without one (these CI machines): a Docker engine of the suite's own from
+#     Debian's docker.io (hack/kind/dockerd.sh) and a node image built offline from what
+#     the project builds (hack/kind/node-image.sh). The machine is left as found: the
+#     suite compares its firewall, links, routes and mounts before and after
+#     (hack/kind/hoststate.sh) and fails on any difference;
+#   - otherwise it says why and skips (make test) or fails (make kind-e2e).
+# Everything lives under .cache/kind; logs (the nodes' too) stay in .cache/kind/logs.
+set -euo pipefail
+mode="${1:-test}"
+log() { echo "kind-e2e: $*" >&2; }
+skip_or_fail() {
+  if [ -n "${CMSYNC_KIND_E2E_OPTIONAL:-}" ]; then log "SKIPPED: $*"; exit 0; fi
+  log "$*"; exit 1
+}
+
+ROOT="$PWD"
+DIR="$PWD/.cache/kind"
+dir="$DIR"
+KIND="$(hack/tool.sh kind)"
+HELM="${HELM:-$(hack/tool.sh helm)}"
+engine=""
+if [ -z "${CMSYNC_KIND_PRIVATE_ENGINE:-}" ] && docker info >/dev/null 2>&1; then
+  engine=yours
+elif [ "$(id -u)" = 0 ]; then
+  engine=private
+else
+  skip_or_fail "no Docker engine answers, and without root the suite cannot run one of its own (run make kind-e2e as root, or with Docker)"
+fi
+
+# From Debian, for the suite's own engine and the offline node image.
+if [ "$engine" = private ]; then
+  need=()
+  command -v dockerd >/dev/null || [ -x /usr/sbin/dockerd ] || need+=(docker.io)
+  command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+  if [ ${#need[@]} -gt 0 ]; then
+    log "installing ${need[*]} from Debian"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/dev/null ||
+      { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/dev/null; }
+  fi
+fi
+
+# shellcheck source=hack/kind/cluster.sh
+. hack/kind/cluster.sh
+finish() {
+  local rc=$?
+  trap - EXIT INT TERM
+  log "deleting the cluster"
+  down
+  if [ "$engine" = private ]; then
+    hack/kind/dockerd.sh stop "$DIR/engine"
+    hack/kind/hoststate.sh > "$DIR/logs/host-after.txt"
+    if ! diff -u "$DIR/logs/host-before.txt" "$DIR/logs/host-after.txt" >&2; then
+      log "FAILED: the machine is not as the suite found it (the diff above)"
+      rc=1
+    fi
+  fi
+  exit "$rc"
+}
+
+# A run that was killed may have left its cluster, registry and engine: clear them first.
+if [ "$engine" = private ] && [ -d "$DIR/engine" ]; then
+  export DOCKER_HOST="unix://$DIR/engine/docker.sock"
+  down; hack/kind/dockerd.sh stop "$DIR/engine"
+fi
+rm -rf "$DIR"
+mkdir -p "$DIR/logs" "$DIR/images"
+images="$DIR/images"
+if [ "$engine" = private ]; then
+  hack/kind/hoststate.sh > "$DIR/logs/host-before.txt"
+  trap finish EXIT
+  trap 'exit 130' INT TERM
+  log "a Docker engine of the suite's own (hack/kind/dockerd.sh)"
+  DOCKER_HOST="$(hack/kind/dockerd.sh start "$DIR/engine")"
+  export DOCKER_HOST
+  KIND_IMAGE="$(hack/kind/node-image.sh)" KIND_OFFLINE=1
+  KIND_ETCD_TAG="$(hack/control-plane-binaries.sh kind >/dev/null && "$(hack/control-plane-binaries.sh kind)/etcd" --version | sed -n 's/^etcd Version: \(.*\)/\1-0/p')"
+else
+  trap finish EXIT
+  trap 'exit 130' INT TERM
+  KIND_IMAGE="" KIND_OFFLINE=0
+fi
+KIND_NODES="${KIND_NODES:-2}"
+export KIND_IMAGE KIND_OFFLINE KIND_NODES KIND_ETCD_TAG
+KUBECTL="$(hack/control-plane-binaries.sh kind)/kubectl"
+export KUBECONFIG="$DIR/kubeconfig"
+
+go build -C hack -o "$DIR/registry-cmd" ./registry
+REGISTRY_CMD="$DIR/registry-cmd"
+log "the cluster (kind ${KIND_NODES} nodes, image ${KIND_IMAGE:-kind's published one}) and its registry"
+up
+
+# The test's printfile image is a fixture loaded into the nodes; cmsync itself goes the
+# way users' images go: built by ko, pushed to the registry, signed, and pulled by the
+# kubelet.
+CGO_ENABLED=0 go build -C hack -trimpath -ldflags="-s -w" -o "$images/printfile" ./printfile
+CGO_ENABLED=0 go build -trimpath -o "$DIR/cmsync-host" .
+go build -C hack -o "$DIR/image" ./image
+"$DIR/image" -binary "$images/printfile" -ref localhost/cmsync-node/printfile:1 -out "$images/printfile.tar"
+"$KIND" load image-archive "$images/printfile.tar" --name "$KIND_CLUSTER" >&2
+
+# The release path of make test-release, against the cluster's registry (TLS from the
+# node's CA, htpasswd): ko's image, the OCI chart, cosign signatures verified before
+# anything is installed.
+# shellcheck disable=SC1091 # written by the node
+. "$dir/registry/registry.env"
+export DOCKER_CONFIG="$dir/docker" SSL_CERT_FILE="$REGISTRY_CA" COSIGN_PASSWORD=
+mkdir -p "$DOCKER_CONFIG" "$dir/cosign"
+printf '{"auths":{"%s":{"auth":"%s"}}}' "$REGISTRY_HOST" "$(printf '%s:%s' "$REGISTRY_USER" "$REGISTRY_PASSWORD" | base64 -w0)" > "$DOCKER_CONFIG/config.json"
+release=(REGISTRY="$REGISTRY_HOST/cmsync" IMAGE_TAG=kind-e2e CHART_VERSION=0.1.0-kind-e2e
+  HELM_PUSH_ARGS="--ca-file $REGISTRY_CA --registry-config $DOCKER_CONFIG/config.json")
+log "ko: the image, pushed to the cluster's registry $REGISTRY_HOST"
+make -s base-image "${release[@]}" >&2
+image="$(make -s image "${release[@]}" | grep -o '[^ ]*@sha256:[0-9a-f]*' | tail -1)"
+chart_digest="$(make -s chart-push "${release[@]}" 2>&1 | grep -o 'sha256:[0-9a-f]*' | tail -1)"
+cosign="$(hack/tool.sh cosign)"
+(cd "$dir/cosign" && rm -f cosign.key cosign.pub && "$cosign" generate-key-pair >/dev/null)
+keys=(COSIGN_KEY="$dir/cosign/cosign.key" COSIGN_PUB="$dir/cosign/cosign.pub")
+make -s sign "${keys[@]}" REF="$image" >&2
+make -s sign "${keys[@]}" REF="$REGISTRY_HOST/cmsync/charts/cmsync@$chart_digest" >&2
+log "verifying the signatures of the image and the chart before installing"
+make -s verify-signature "${keys[@]}" REF="$REGISTRY_HOST/cmsync/cmsync:kind-e2e"
+make -s verify-signature "${keys[@]}" REF="$REGISTRY_HOST/cmsync/charts/cmsync:0.1.0-kind-e2e"
+
+# The kubelet pulls with the credentials of an imagePullSecrets entry, and that Secret is
+# a cmsync replica of a source kept in another namespace: cmsync delivers its own
+# credentials. Its Pods cannot pull before the replica exists, so the first replica is
+# written by the release's binary run once from here as the chart's ServiceAccount (the
+# only identity the admission policy lets write replicas); then the Pods pull and lead.
+"$KUBECTL" create namespace registry-credentials >/dev/null
+"$KUBECTL" -n registry-credentials create secret docker-registry cmsync-pull --docker-server="$REGISTRY_HOST" \
+  --docker-username="$REGISTRY_USER" --docker-password="$REGISTRY_PASSWORD" >/dev/null
+"$KUBECTL" -n registry-credentials label secret cmsync-pull cmsync.io/replicate=true >/dev/null
+"$KUBECTL" -n registry-credentials annotate secret cmsync-pull cmsync.io/target-namespaces=cmsync-system >/dev/null
+chart_values=(--namespace cmsync-system --set image.repository="$REGISTRY_HOST/cmsync/cmsync" --set 'imagePullSecrets[0].name=cmsync-pull'
+  --set replicaCount=2 --set secrets.enabled=true)
+oci_chart=("oci://$REGISTRY_HOST/cmsync/charts/cmsync" --version 0.1.0-kind-e2e --ca-file "$REGISTRY_CA" --registry-config "$DOCKER_CONFIG/config.json")
+
+# bootstrap BINARY: the pull secret's first replica, written by BINARY.
+bootstrap() {
+  local token
+  token="$("$KUBECTL" -n cmsync-system create token cmsync)"
+  "$KUBECTL" config view --raw --minify --flatten > "$dir/bootstrap.kubeconfig"
+  KUBECONFIG="$dir/bootstrap.kubeconfig" "$KUBECTL" config set-credentials bootstrap --token="$token" >/dev/null
+  KUBECONFIG="$dir/bootstrap.kubeconfig" "$KUBECTL" config set-context --current --user=bootstrap >/dev/null
+  "$1" --kubeconfig="$dir/bootstrap.kubeconfig" --secrets=enabled --leader-elect=true \
+    --leader-election-namespace=cmsync-system --metrics-bind-address=0 --health-probe-bind-address=0 \
+    >"$dir/logs/cmsync-bootstrap.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 120); do "$KUBECTL" -n cmsync-system get secret cmsync-pull >/dev/null 2>&1 && break; sleep 1; done
+  kill -TERM "$pid"; wait "$pid" || true
+  "$KUBECTL" -n cmsync-system get secret cmsync-pull -o jsonpath='{.metadata.annotations.cmsync\.io/source}{"\n"}' >&2
+}
+rolled_out() {
+  "$KUBECTL" -n cmsync-system rollout status deployment/cmsync --timeout=300s ||
+    { "$KUBECTL" get pods -A -o wide; "$KUBECTL" describe pods -n cmsync-system | tail -40; exit 1; }
+}
+
+if [ "$mode" = up ]; then
+  log "the pull secret's source, and helm install oci://$REGISTRY_HOST/cmsync/charts/cmsync"
+  "$HELM" install cmsync "${oci_chart[@]}" --create-namespace "${chart_values[@]}" >/dev/null
+  bootstrap "$DIR/cmsync-host"
+  rolled_out
+else
+  # The first release (test/upgrade's, built from this repository's history: its binary
+  # and chart by hack/first-release.sh, its image by ko from its source), then helm
+  # upgrade to this chart and image while a Pod on the node mounts a replica.
+  first_commit="$(sed -n 's/^const firstRelease = "\([0-9a-f]*\)"$/\1/p' test/upgrade/main_test.go)"
+  first="$(hack/first-release.sh "$first_commit")"
+  log "ko: the first release ($first_commit), pushed to the cluster's registry"
+  ko="$(hack/tool.sh ko)"
+  (cd "$first/src" && KO_DOCKER_REPO="$REGISTRY_HOST/cmsync/cmsync" KO_DEFAULTBASEIMAGE="$REGISTRY_HOST/cmsync/base:nonroot" \
+    "$ko" build --bare --platform=linux/amd64 --tags=first-release . >&2)
+  log "the pull secret's source, and helm install of the first release"
+  "$HELM" install cmsync "$first/chart" --create-namespace "${chart_values[@]}" --set image.tag=first-release >/dev/null
+  bootstrap "$first/cmsync"
+  rolled_out
+  KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/node-upgrade.sh arrange
+  log "helm upgrade to oci://$REGISTRY_HOST/cmsync/charts/cmsync, then its CRDs (Helm leaves CRDs as they are)"
+  "$HELM" upgrade cmsync "${oci_chart[@]}" "${chart_values[@]}" >/dev/null
+  "$KUBECTL" apply --server-side --force-conflicts -f deploy/crds/ >/dev/null
+  rolled_out
+  KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/node-upgrade.sh check
+fi
+log "the kubelet pulled the image:"
+"$KUBECTL" -n cmsync-system get events --field-selector reason=Pulled -o custom-columns=MESSAGE:.message --no-headers >&2
+"$KUBECTL" get pods -n cmsync-system -o wide >&2
+
+if [ "$mode" = up ]; then
+  log "the node runs cmsync; in another shell: export KUBECONFIG=$KUBECONFIG; kubectl is $KUBECTL. Ctrl-C stops and cleans up."
+  while sleep 3600; do :; done
+  exit 0
+fi
+
+# The plugin as the release ships it: plugin-dist's archive for this machine, unpacked.
+make -s plugin-dist VERSION=v0.0.0-kind-e2e PLUGIN_PLATFORMS=linux/amd64 BIN="$DIR/plugin" >&2
+grep -q "sha256: $(sha256sum "$DIR"/plugin/dist/kubectl-cmsync_linux_amd64.tar.gz | cut -d' ' -f1)" "$DIR"/plugin/dist/cmsync.yaml
+mkdir -p "$DIR"/plugin/unpacked && tar -C "$DIR"/plugin/unpacked -xzf "$DIR"/plugin/dist/kubectl-cmsync_linux_amd64.tar.gz
+CMSYNC_E2E_EXISTING_CLUSTER=1 CMSYNC_PLUGIN="$DIR/plugin/unpacked/kubectl-cmsync" HELM="$HELM" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
+
+# Scoped mode, once: the release upgraded to serve a list of namespaces (its own and the
+# pull secret's among them; scoped-later does not exist, so it gets no Role and the Pods
+# serve the others), then the scoped suite against its Pods.
+log "helm upgrade to scoped mode, and the scoped suite"
+for ns in scoped-src scoped-a scoped-b scoped-out unlisted-src; do "$KUBECTL" create namespace "$ns" >/dev/null; done
+"$HELM" upgrade cmsync "oci://$REGISTRY_HOST/cmsync/charts/cmsync" --version 0.1.0-kind-e2e \
+  --ca-file "$REGISTRY_CA" --registry-config "$DOCKER_CONFIG/config.json" --namespace cmsync-system --reuse-values \
+  --set-json 'scope.namespaces=["cmsync-system","registry-credentials","scoped-src","scoped-a","scoped-b","scoped-later"]' >&2
+"$KUBECTL" -n cmsync-system rollout status deployment/cmsync --timeout=300s ||
+  { "$KUBECTL" get pods -A -o wide; "$KUBECTL" describe pods -n cmsync-system | tail -40; exit 1; }
+"$KUBECTL" get clusterrole cmsync -o jsonpath='{range .rules[*]}{.resources}{"\n"}{end}' | grep -q -E '"(configmaps|secrets)"' &&
+  { log "FAILED: the scoped ClusterRole still grants ConfigMaps or Secrets"; exit 1; }
+CMSYNC_E2E_EXISTING_CLUSTER=1 CMSYNC_PLUGIN="$DIR/plugin/unpacked/kubectl-cmsync" HELM="$HELM" go test -tags e2e -count=1 -timeout 15m ./test/scoped/... -v
+
+# A tampered image: one byte changed and pushed under the same tag. Its signature does
+# not verify, so it is not installed (the gate is the same verify-signature as above);
+# then the signed image is put back under the tag.
+log "a tampered image under the same tag"
+signed="$(go run -C hack ./tamper -ref "$REGISTRY_HOST/cmsync/cmsync:kind-e2e")"
+if make -s verify-signature "${keys[@]}" REF="$REGISTRY_HOST/cmsync/cmsync:kind-e2e" 2>/dev/null; then
+  log "FAILED: a tampered image passed signature verification"
+  exit 1
+fi
+log "the tampered image fails verification and is not installed"
+go run github.com/google/go-containerregistry/cmd/crane copy "$signed" "$REGISTRY_HOST/cmsync/cmsync:kind-e2e" 2>/dev/null
+make -s verify-signature "${keys[@]}" REF="$REGISTRY_HOST/cmsync/cmsync:kind-e2e"
+log "the signed image is back under its tag and verifies"
