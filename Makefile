@@ -173,7 +173,7 @@ test-alerts: ## promtool: check the alert rules and run their unit tests (test/a
 # come first, so that the integration suite, which mostly waits on the API server, runs
 # while tools-ahead builds the tools of the steps after it.
 .PHONY: test
-test: tools-ahead vet test-unit fuzz-short test-integration lint lint-workflows verify helm-lint test-alerts e2e bench-smoke test-release test-node-e2e ## Run every test: vet, unit, a short fuzz, integration, lint, workflows, generated files, chart, alert rules, end-to-end, a bench smoke run, the release path, and the chart's Pod on a real node.
+test: tools-ahead vet test-unit fuzz-short test-integration lint lint-workflows verify helm-lint test-alerts e2e bench-smoke test-release test-kind-e2e ## Run every test: vet, unit, a short fuzz, integration, lint, workflows, generated files, chart, alert rules, end-to-end, a bench smoke run, the release path, and the chart's Pods on a two-node kind cluster.
 
 # The recipe's shell is make's child, so $$PPID is the make that the builder stops with.
 .PHONY: tools-ahead
@@ -204,7 +204,7 @@ vet: ## go vet and a gofmt check.
 .PHONY: test-unit
 test-unit: ## Table tests of the pure functions, predicates, the GC target, the lease fence, the metrics guard and the bench's reading of the audit log.
 	go test -count=1 . ./internal/gctune/... ./internal/leasefence/... ./internal/metricsauth/... ./replicator/... ./predicates/... ./api/...
-	go test -C hack -count=1 ./bench/...
+	go test -C hack -count=1 ./bench/... ./runcwrap/...
 
 .PHONY: test-integration
 test-integration: ## The reconciler against a real kube-apiserver and etcd (envtest).
@@ -230,19 +230,6 @@ test-kind-e2e:
 .PHONY: local-kind
 local-kind: ## The kind cluster of kind-e2e with cmsync installed from its registry; Ctrl-C deletes it and cleans up.
 	hack/kind-e2e.sh up
-
-.PHONY: local-node
-local-node: ## (root) A real single-node cluster from source, the cmsync image and the chart's Pod running on it; Ctrl-C stops and cleans up.
-	hack/node-e2e.sh up
-
-# make test runs node-e2e when it can: it needs root (CI runs as root).
-.PHONY: test-node-e2e
-test-node-e2e:
-	CMSYNC_NODE_E2E_OPTIONAL=1 hack/node-e2e.sh test
-
-.PHONY: node-e2e
-node-e2e: ## (root) The e2e suite against the chart's Pod running on a real single-node cluster built from source (kubelet, containerd, runc).
-	hack/node-e2e.sh test
 
 BENCH_ARGS ?=
 BENCH_CMD ?= point

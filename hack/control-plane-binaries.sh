@@ -7,9 +7,9 @@
 # Prints the directory holding the binaries (usable as KUBEBUILDER_ASSETS).
 # A second run finds them in the cache and returns at once.
 #
-# With the argument "node" it also builds what a real single-node cluster needs on top
-# (kube-scheduler, kubelet, kube-proxy and kubectl, same version; see internal/testsupport/node).
-# With "kind", kubeadm too: the kind suite's node image (hack/kind/node-image.sh).
+# With the argument "kind" it also builds what the kind suite's node image needs on top
+# (kube-scheduler, kubelet, kube-proxy, kubectl and kubeadm, same version; see
+# hack/kind/node-image.sh).
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.37.1}"
@@ -21,7 +21,6 @@ log() { echo "control-plane-binaries: $*" >&2; }
 
 KUBE_CMDS=(kube-apiserver kube-controller-manager)
 case "${1:-}" in
-  node) KUBE_CMDS+=(kube-scheduler kubelet kube-proxy kubectl) ;;
   kind) KUBE_CMDS+=(kube-scheduler kubelet kube-proxy kubectl kubeadm) ;;
 esac
 

@@ -69,7 +69,8 @@ finish() {
 
 # A run that was killed may have left its cluster, registry and engine: clear them first.
 if [ "$engine" = private ] && [ -d "$DIR/engine" ]; then
-  export DOCKER_HOST="unix://$DIR/engine/docker.sock"
+  DOCKER_HOST="$(hack/kind/dockerd.sh host "$DIR/engine")"
+  export DOCKER_HOST
   down; hack/kind/dockerd.sh stop "$DIR/engine"
 fi
 rm -rf "$DIR"
@@ -96,7 +97,7 @@ export KUBECONFIG="$DIR/kubeconfig"
 
 go build -C hack -o "$DIR/registry-cmd" ./registry
 REGISTRY_CMD="$DIR/registry-cmd"
-log "the cluster (kind ${KIND_NODES} nodes, image ${KIND_IMAGE:-kind's published one}) and its registry"
+log "the cluster (${KIND_NODES} kind nodes, image ${KIND_IMAGE:-the published one}) and its registry"
 up
 
 # The test's printfile image is a fixture loaded into the nodes; cmsync itself goes the
@@ -184,12 +185,12 @@ else
   "$HELM" install cmsync "$first/chart" --create-namespace "${chart_values[@]}" --set image.tag=first-release >/dev/null
   bootstrap "$first/cmsync"
   rolled_out
-  KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/node-upgrade.sh arrange
+  KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/kind/upgrade.sh arrange
   log "helm upgrade to oci://$REGISTRY_HOST/cmsync/charts/cmsync, then its CRDs (Helm leaves CRDs as they are)"
   "$HELM" upgrade cmsync "${oci_chart[@]}" "${chart_values[@]}" >/dev/null
   "$KUBECTL" apply --server-side --force-conflicts -f deploy/crds/ >/dev/null
   rolled_out
-  KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/node-upgrade.sh check
+  KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/kind/upgrade.sh check
 fi
 log "the kubelet pulled the image:"
 "$KUBECTL" -n cmsync-system get events --field-selector reason=Pulled -o custom-columns=MESSAGE:.message --no-headers >&2

@@ -8,8 +8,8 @@ case "$1" in
   helm)           pkg=helm.sh/helm/v3/cmd/helm; version=v3.22.0 ;;
   kind)           pkg=sigs.k8s.io/kind; version=v0.33.0 ;;
   golangci-lint)  pkg=github.com/golangci/golangci-lint/v2/cmd/golangci-lint; version=v2.15.0 ;;
-  # containerd for the single-node cluster (make node-e2e): the daemon, its runc shim
-  # and ctr (to import images). Built static, like its release binaries.
+  # containerd for the kind suite's node image (hack/kind/node-image.sh): the daemon,
+  # its runc shim and ctr (to import images). Built static, like its release binaries.
   containerd)     pkg="github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 github.com/containerd/containerd/v2/cmd/ctr"
                   version=v2.4.2 ;;
   # The kind suite's node image (hack/kind/node-image.sh): crictl, which kind's nodes

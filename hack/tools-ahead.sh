@@ -19,15 +19,16 @@ mkdir -p "$(dirname "$log")"
 # In the order make test needs them (see its prerequisites): the control plane for the
 # integration suite; the linters, controller-gen, helm and promtool for the steps after
 # it; Prometheus for the end-to-end suite; the release path's registry, cosign and ko;
-# and, as root only (make test-node-e2e is skipped otherwise), the node's Kubernetes
-# binaries and containerd.
+# and, for the kind suite's node image where the suite builds one (as root without a
+# Docker engine), the rest of Kubernetes, containerd, crictl and CoreDNS, then kind.
 steps=("hack/control-plane-binaries.sh")
 for tool in golangci-lint actionlint controller-gen helm promtool prometheus registry cosign ko; do
   steps+=("hack/tool.sh $tool")
 done
-if [ "$(id -u)" = 0 ]; then
-  steps+=("hack/control-plane-binaries.sh node" "hack/tool.sh containerd")
+if [ "$(id -u)" = 0 ] && ! docker info >/dev/null 2>&1; then
+  steps+=("hack/control-plane-binaries.sh kind" "hack/tool.sh containerd" "hack/tool.sh crictl" "hack/tool.sh coredns")
 fi
+steps+=("hack/tool.sh kind")
 
 build_ahead() {
   local step start

@@ -1,6 +1,6 @@
 // Command image writes a container image tarball (docker-archive, which containerd's
-// `ctr images import` reads) holding one static binary, without Docker: the cmsync
-// image and the node's pause image for `make node-e2e`. Like the Dockerfile's distroless
+// `ctr images import` and `kind load image-archive` read) holding one static binary,
+// without Docker: the printfile image of `make kind-e2e`. Like the Dockerfile's distroless
 // image, it runs the binary as its entrypoint, as the given non-root user.
 package main
 

@@ -98,20 +98,20 @@ binary_image "$(name_of coredns)" "$("$root/hack/tool.sh" coredns)" scratch 6553
 CGO_ENABLED=0 go build -C "$root/hack" -trimpath -ldflags="-s -w" -o "$images/pause-bin/pause" ./pause
 binary_image "$sandbox" "$images/pause-bin/pause" scratch 65535:65535
 
-# 4. Into the node's containerd, pinned as kind pins its images, then committed.
+# 4. Into the node's containerd, pinned as kind pins its images, then committed with
+# kind's entrypoint (the Dockerfile set its environment and stop signal).
 log "importing the images into the node's containerd"
 builder="cmsync-kind-node-build-$$"
-docker run -d --privileged --name "$builder" --entrypoint=sleep "$image-partial" infinity >/dev/null
+docker run -d --init --privileged --name "$builder" --entrypoint=sleep "$image-partial" infinity >/dev/null
 docker exec "$builder" sh -c 'containerd >/var/log/containerd-build.log 2>&1 &'
 docker exec "$builder" sh -c 'for i in $(seq 30); do ctr version >/dev/null 2>&1 && exit 0; sleep 1; done; exit 1'
 refs=()
 for n in "${wanted[@]}"; do case "$n" in */etcd:*) refs+=("$etcd_image") ;; *) refs+=("$n") ;; esac; done
 docker save "${refs[@]}" | docker exec -i "$builder" ctr --namespace=k8s.io images import \
   --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests - >/dev/null
-docker exec "$builder" sh -c 'pkill containerd; while pgrep containerd >/dev/null; do sleep 0.2; done; rm -f /var/log/containerd-build.log'
+docker exec "$builder" sh -c 'pkill -x containerd; while pgrep -x containerd >/dev/null; do sleep 0.2; done; rm -f /var/log/containerd-build.log'
 docker commit \
-  --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' \
-  --change 'ENV container=docker' --change 'STOPSIGNAL SIGRTMIN+3' \
+  --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' --change 'CMD []' \
   "$builder" "$image" >/dev/null
 docker rmi "$image-partial" "${refs[@]}" "$base" >/dev/null 2>&1 || true
 docker save "$image" > "$archive.partial"

@@ -26,7 +26,9 @@ func TestRewriteFindsTheFilesRuncReads(t *testing.T) {
 	write(config, map[string]any{"ociVersion": "1.0.2", "process": map[string]any{"capabilities": caps(), "args": []any{"/sbin/init"}}})
 	write(process, map[string]any{"capabilities": caps(), "args": []any{"sh"}})
 
-	if err := rewrite([]string{"--root", "/run/runc", "--log", "/x/log.json", "--log-format", "json", "create", "--bundle", dir, "--pid-file", "/x/pid", "id"}); err != nil {
+	if err := rewrite(
+		[]string{"--root", "/run/runc", "--log", "/x/log.json", "--log-format", "json", "create", "--bundle", dir, "--pid-file", "/x/pid", "id"},
+	); err != nil {
 		t.Fatal(err)
 	}
 	if err := rewrite([]string{"--root", "/run/runc", "exec", "--process=" + process, "--detach", "id"}); err != nil {

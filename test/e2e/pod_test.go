@@ -21,11 +21,11 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
-// These scenarios need cmsync running as the chart's Pod on a real node (make node-e2e,
-// make kind-e2e).
+// These scenarios need cmsync running as the chart's Pods on a real cluster (make
+// kind-e2e).
 func skipUnlessInCluster(t *testing.T) {
 	if !harness.ExistingCluster {
-		t.Skip("needs cmsync as an in-cluster Pod (make node-e2e)")
+		t.Skip("needs cmsync as an in-cluster Pod (make kind-e2e)")
 	}
 }
 
@@ -214,8 +214,8 @@ func TestPodsMountReplicasOnEveryNode(t *testing.T) {
 		must(t, harness.K8s.Create(ctx, readerPod(dsts[i], node)))
 	}
 	for _, dst := range dsts {
-		waitForLog(t, dst, "reader", first, 90*time.Second)
-		waitForLog(t, dst, "reader", firstSettings, 30*time.Second)
+		waitForLog(t, dst, first, 90*time.Second)
+		waitForLog(t, dst, firstSettings, 30*time.Second)
 	}
 
 	must(t, harness.K8s.Patch(ctx, secret, client.RawPatch(types.MergePatchType,
@@ -227,8 +227,8 @@ func TestPodsMountReplicasOnEveryNode(t *testing.T) {
 	// The kubelet refreshes Secret and ConfigMap volumes on its Pod sync (every minute
 	// by default).
 	for _, dst := range dsts {
-		waitForLog(t, dst, "reader", renewed, 3*time.Minute)
-		waitForLog(t, dst, "reader", renewedSettings, time.Minute)
+		waitForLog(t, dst, renewed, 3*time.Minute)
+		waitForLog(t, dst, renewedSettings, time.Minute)
 	}
 }
 
@@ -259,7 +259,9 @@ func readerPod(namespace, node string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "reader"},
 		Spec: corev1.PodSpec{
 			NodeSelector: map[string]string{corev1.LabelHostname: node},
-			Tolerations:  []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Tolerations: []corev1.Toleration{
+				{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+			},
 			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: harness.Ptr(true), RunAsUser: harness.Ptr(int64(65532)),
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
@@ -279,8 +281,9 @@ func readerPod(namespace, node string) *corev1.Pod {
 	}
 }
 
-// waitForLog waits until the log of the Pod's only container contains text.
-func waitForLog(t *testing.T, namespace, pod, text string, timeout time.Duration) {
+// waitForLog waits until the log of the reader Pod in namespace contains text.
+func waitForLog(t *testing.T, namespace, text string, timeout time.Duration) {
+	const pod = "reader"
 	t.Helper()
 	eventually(t, timeout, "log of "+namespace+"/"+pod+" shows "+text, func() error {
 		raw, err := harness.Clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(context.Background())

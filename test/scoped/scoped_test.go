@@ -23,7 +23,7 @@ import (
 
 // listWatch starts cmsync as the chart renders it, its informers on LIST and WATCH (as
 // against an API server without streaming lists), so that the audit sees it use both.
-// On an existing cluster (make node-e2e) the chart's Pods, installed in scoped mode,
+// On an existing cluster (make kind-e2e) the chart's Pods, installed in scoped mode,
 // are cmsync.
 func listWatch(t *testing.T) *harness.Controller {
 	t.Helper()

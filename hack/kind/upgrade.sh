@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# node-upgrade.sh arrange|check — the real node's part of the upgrade scenario
-# (hack/node-e2e.sh; test/upgrade has the rest): "arrange", while the first release
-# runs, makes a replicated ConfigMap and a Pod on the node that mounts its replica and
+# upgrade.sh arrange|check — the real cluster's part of the upgrade scenario
+# (hack/kind-e2e.sh; test/upgrade has the rest): "arrange", while the first release
+# runs, makes a replicated ConfigMap and a Pod that mounts its replica and
 # prints it whenever it changes (hack/printfile); "check", after helm upgrade, says that
 # the replicas were neither recreated nor written (same uid and resourceVersion) and
 # that the Pod ran throughout: never restarted, its volume never failed, the file it
 # printed once is the one it still has. KUBECTL, KUBECONFIG and STATE (a file the two
-# steps share) come from node-e2e.sh.
+# steps share) come from kind-e2e.sh.
 set -euo pipefail
-log() { echo "node-upgrade: $*" >&2; }
+log() { echo "upgrade: $*" >&2; }
 replicas() {
   "$KUBECTL" -n upgrade-app get configmap settings -o jsonpath='{.metadata.uid} {.metadata.resourceVersion}{"\n"}'
   "$KUBECTL" -n cmsync-system get secret cmsync-pull -o jsonpath='{.metadata.uid} {.metadata.resourceVersion}{"\n"}'
@@ -62,7 +62,7 @@ check)
   log "after helm upgrade: every replica in place (same uid and resourceVersion), the Pod read its volume throughout"
   ;;
 *)
-  echo "usage: node-upgrade.sh arrange|check" >&2
+  echo "usage: upgrade.sh arrange|check" >&2
   exit 2
   ;;
 esac
