@@ -71,28 +71,28 @@ finish() {
 if [ "$engine" = private ] && [ -d "$DIR/engine" ]; then
   DOCKER_HOST="$(hack/kind/dockerd.sh host "$DIR/engine")"
   export DOCKER_HOST
-  down; hack/kind/dockerd.sh stop "$DIR/engine"
 fi
+[ -d "$DIR" ] && down
+[ "$engine" = private ] && hack/kind/dockerd.sh stop "$DIR/engine"
 rm -rf "$DIR"
 mkdir -p "$DIR/logs" "$DIR/images"
 images="$DIR/images"
+# kubectl, and for the offline image kubeadm, kubelet and etcd (hack/kind/node-image.sh).
+KUBE_BIN="$(hack/control-plane-binaries.sh kind)"
+KUBECTL="$KUBE_BIN/kubectl"
+[ "$engine" = private ] && hack/kind/hoststate.sh > "$DIR/logs/host-before.txt"
+trap finish EXIT
+trap 'exit 130' INT TERM
+KIND_IMAGE="" KIND_OFFLINE=0 KIND_ETCD_TAG=""
 if [ "$engine" = private ]; then
-  hack/kind/hoststate.sh > "$DIR/logs/host-before.txt"
-  trap finish EXIT
-  trap 'exit 130' INT TERM
   log "a Docker engine of the suite's own (hack/kind/dockerd.sh)"
   DOCKER_HOST="$(hack/kind/dockerd.sh start "$DIR/engine")"
   export DOCKER_HOST
   KIND_IMAGE="$(hack/kind/node-image.sh)" KIND_OFFLINE=1
-  KIND_ETCD_TAG="$(hack/control-plane-binaries.sh kind >/dev/null && "$(hack/control-plane-binaries.sh kind)/etcd" --version | sed -n 's/^etcd Version: \(.*\)/\1-0/p')"
-else
-  trap finish EXIT
-  trap 'exit 130' INT TERM
-  KIND_IMAGE="" KIND_OFFLINE=0
+  KIND_ETCD_TAG="$("$KUBE_BIN/etcd" --version | sed -n 's/^etcd Version: \(.*\)/\1-0/p')"
 fi
 KIND_NODES="${KIND_NODES:-2}"
 export KIND_IMAGE KIND_OFFLINE KIND_NODES KIND_ETCD_TAG
-KUBECTL="$(hack/control-plane-binaries.sh kind)/kubectl"
 export KUBECONFIG="$DIR/kubeconfig"
 
 go build -C hack -o "$DIR/registry-cmd" ./registry
