@@ -14,6 +14,8 @@
 #     suite compares its firewall, links, routes and mounts before and after
 #     (hack/kind/hoststate.sh) and fails on any difference;
 #   - otherwise it says why and skips (make test) or fails (make kind-e2e).
+# CMSYNC_KIND_PRIVATE_ENGINE=1 takes the second way even where Docker answers (as root),
+# to run what CI runs.
 # Everything lives under .cache/kind; logs (the nodes' too) stay in .cache/kind/logs.
 set -euo pipefail
 mode="${1:-test}"
@@ -25,7 +27,6 @@ skip_or_fail() {
 
 ROOT="$PWD"
 DIR="$PWD/.cache/kind"
-dir="$DIR"
 KIND="$(hack/tool.sh kind)"
 HELM="${HELM:-$(hack/tool.sh helm)}"
 engine=""
@@ -109,13 +110,13 @@ go build -C hack -o "$DIR/image" ./image
 "$DIR/image" -binary "$images/printfile" -ref localhost/cmsync-node/printfile:1 -out "$images/printfile.tar"
 "$KIND" load image-archive "$images/printfile.tar" --name "$KIND_CLUSTER" >&2
 
-# The release path of make test-release, against the cluster's registry (TLS from the
-# node's CA, htpasswd): ko's image, the OCI chart, cosign signatures verified before
+# The release path of make test-release, against the cluster's registry (TLS from its
+# own CA, htpasswd): ko's image, the OCI chart, cosign signatures verified before
 # anything is installed.
-# shellcheck disable=SC1091 # written by the node
-. "$dir/registry/registry.env"
-export DOCKER_CONFIG="$dir/docker" SSL_CERT_FILE="$REGISTRY_CA" COSIGN_PASSWORD=
-mkdir -p "$DOCKER_CONFIG" "$dir/cosign"
+# shellcheck disable=SC1091 # written by hack/registry
+. "$DIR/registry/registry.env"
+export DOCKER_CONFIG="$DIR/docker" SSL_CERT_FILE="$REGISTRY_CA" COSIGN_PASSWORD=
+mkdir -p "$DOCKER_CONFIG" "$DIR/cosign"
 printf '{"auths":{"%s":{"auth":"%s"}}}' "$REGISTRY_HOST" "$(printf '%s:%s' "$REGISTRY_USER" "$REGISTRY_PASSWORD" | base64 -w0)" > "$DOCKER_CONFIG/config.json"
 release=(REGISTRY="$REGISTRY_HOST/cmsync" IMAGE_TAG=kind-e2e CHART_VERSION=0.1.0-kind-e2e
   HELM_PUSH_ARGS="--ca-file $REGISTRY_CA --registry-config $DOCKER_CONFIG/config.json")
@@ -124,8 +125,8 @@ make -s base-image "${release[@]}" >&2
 image="$(make -s image "${release[@]}" | grep -o '[^ ]*@sha256:[0-9a-f]*' | tail -1)"
 chart_digest="$(make -s chart-push "${release[@]}" 2>&1 | grep -o 'sha256:[0-9a-f]*' | tail -1)"
 cosign="$(hack/tool.sh cosign)"
-(cd "$dir/cosign" && rm -f cosign.key cosign.pub && "$cosign" generate-key-pair >/dev/null)
-keys=(COSIGN_KEY="$dir/cosign/cosign.key" COSIGN_PUB="$dir/cosign/cosign.pub")
+(cd "$DIR/cosign" && rm -f cosign.key cosign.pub && "$cosign" generate-key-pair >/dev/null)
+keys=(COSIGN_KEY="$DIR/cosign/cosign.key" COSIGN_PUB="$DIR/cosign/cosign.pub")
 make -s sign "${keys[@]}" REF="$image" >&2
 make -s sign "${keys[@]}" REF="$REGISTRY_HOST/cmsync/charts/cmsync@$chart_digest" >&2
 log "verifying the signatures of the image and the chart before installing"
@@ -150,12 +151,12 @@ oci_chart=("oci://$REGISTRY_HOST/cmsync/charts/cmsync" --version 0.1.0-kind-e2e 
 bootstrap() {
   local token
   token="$("$KUBECTL" -n cmsync-system create token cmsync)"
-  "$KUBECTL" config view --raw --minify --flatten > "$dir/bootstrap.kubeconfig"
-  KUBECONFIG="$dir/bootstrap.kubeconfig" "$KUBECTL" config set-credentials bootstrap --token="$token" >/dev/null
-  KUBECONFIG="$dir/bootstrap.kubeconfig" "$KUBECTL" config set-context --current --user=bootstrap >/dev/null
-  "$1" --kubeconfig="$dir/bootstrap.kubeconfig" --secrets=enabled --leader-elect=true \
+  "$KUBECTL" config view --raw --minify --flatten > "$DIR/bootstrap.kubeconfig"
+  KUBECONFIG="$DIR/bootstrap.kubeconfig" "$KUBECTL" config set-credentials bootstrap --token="$token" >/dev/null
+  KUBECONFIG="$DIR/bootstrap.kubeconfig" "$KUBECTL" config set-context --current --user=bootstrap >/dev/null
+  "$1" --kubeconfig="$DIR/bootstrap.kubeconfig" --secrets=enabled --leader-elect=true \
     --leader-election-namespace=cmsync-system --metrics-bind-address=0 --health-probe-bind-address=0 \
-    >"$dir/logs/cmsync-bootstrap.log" 2>&1 &
+    >"$DIR/logs/cmsync-bootstrap.log" 2>&1 &
   local pid=$!
   for _ in $(seq 120); do "$KUBECTL" -n cmsync-system get secret cmsync-pull >/dev/null 2>&1 && break; sleep 1; done
   kill -TERM "$pid"; wait "$pid" || true
@@ -185,12 +186,12 @@ else
   "$HELM" install cmsync "$first/chart" --create-namespace "${chart_values[@]}" --set image.tag=first-release >/dev/null
   bootstrap "$first/cmsync"
   rolled_out
-  KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/kind/upgrade.sh arrange
+  KUBECTL="$KUBECTL" STATE="$DIR/upgrade.state" hack/kind/upgrade.sh arrange
   log "helm upgrade to oci://$REGISTRY_HOST/cmsync/charts/cmsync, then its CRDs (Helm leaves CRDs as they are)"
   "$HELM" upgrade cmsync "${oci_chart[@]}" "${chart_values[@]}" >/dev/null
   "$KUBECTL" apply --server-side --force-conflicts -f deploy/crds/ >/dev/null
   rolled_out
-  KUBECTL="$KUBECTL" STATE="$dir/upgrade.state" hack/kind/upgrade.sh check
+  KUBECTL="$KUBECTL" STATE="$DIR/upgrade.state" hack/kind/upgrade.sh check
 fi
 log "the kubelet pulled the image:"
 "$KUBECTL" -n cmsync-system get events --field-selector reason=Pulled -o custom-columns=MESSAGE:.message --no-headers >&2

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# dockerd.sh start|stop DIR — a Docker engine of the kind suite's own, from Debian's
+# dockerd.sh start|host|stop DIR — a Docker engine of the kind suite's own, from Debian's
 # docker.io, that touches nothing else on the machine: its data root and PID file are
 # under DIR, its exec root and socket in a directory of its own in /run, and it is told
 # to leave the host's firewall, IP forwarding and default bridge alone (the kind nodes
 # reach each other and the host on their own bridge; nothing in the suite leaves the
-# machine). Its default runtime is runcwrap (hack/runcwrap), for VMs that withhold
-# CAP_SYS_RESOURCE.
+# machine). Its socket is root's alone, not the docker group's: whoever reaches it is
+# root on the machine. Its default runtime is runcwrap (hack/runcwrap), for VMs that
+# withhold CAP_SYS_RESOURCE.
 #
 # start starts it and prints the DOCKER_HOST to use; host prints that only; stop stops
 # the engine by its PID, unmounts what it left mounted and removes both directories.
@@ -25,6 +26,7 @@ start() {
   "exec-root": "$exec_root",
   "pidfile": "$dir/dockerd.pid",
   "hosts": ["unix://$exec_root/docker.sock"],
+  "group": "root",
   "iptables": false,
   "ip-forward": false,
   "ip-masq": false,
