@@ -8,12 +8,23 @@ import (
 
 // DefaultMaxReplicatedBytes is the default of --max-replicated-bytes: half of etcd's
 // default backend quota (2 GiB), so that no single source can fill etcd on its own,
-// while 1,000 copies of a ConfigMap near its 1 MiB limit still fit.
+// while 1,000 copies of a ConfigMap near its 1 MiB limit still fit. It bounds one
+// source: many sources each under it are bounded by the namespaces' quotas on
+// ConfigMaps and Secrets, not by cmsync.
 const DefaultMaxReplicatedBytes = 1 << 30
 
-// Size is the bytes of content each replica carries: its keys and values.
+// Size is the bytes cmsync writes into each replica: its name, the keys and values of
+// its content (and a Secret's type), and every label and annotation it carries — those
+// copied from the source as much as cmsync's markers. Metadata counts like data: a
+// source with no data and a 250 KB annotation writes 250 KB into every target.
 func (t Template[T]) Size() int64 {
-	var n int64
+	n := int64(len(t.name) + len(t.content.Type))
+	for k, v := range t.labels {
+		n += int64(len(k) + len(v))
+	}
+	for k, v := range t.annotations {
+		n += int64(len(k) + len(v))
+	}
 	for k, v := range t.content.Text {
 		n += int64(len(k) + len(v))
 	}
@@ -30,7 +41,7 @@ func (p Policy) CheckWriteBudget(size int64, targets int) error {
 	if p.MaxReplicatedBytes <= 0 || total <= p.MaxReplicatedBytes {
 		return nil
 	}
-	return fmt.Errorf("the replicas would hold %s (%s in each of %d target namespaces), over the controller's --max-replicated-bytes of %s: "+
+	return fmt.Errorf("the replicas would write %s (%s, data and metadata, in each of %d target namespaces), over the controller's --max-replicated-bytes of %s: "+
 		"narrow the targets or the keys, or raise the budget; existing replicas are kept",
 		bytesOf(total), bytesOf(size), targets, bytesOf(p.MaxReplicatedBytes))
 }

@@ -29,7 +29,7 @@ func sourceConfigMap(namespace, name string, annotations map[string]string, data
 // adds (the kind's check and the byte budget).
 func TestResolve(t *testing.T) {
 	namespaces := []Namespace{tenantNS("platform", ""), tenantNS("team-a", "a"), tenantNS("team-b", "b"), tenantNS("team-c", "a")}
-	policy := Policy{SourceNamespaces: []string{"*"}, MaxReplicatedBytes: 100, ReservedNames: []string{"istio-ca-root-cert"}, TenantLabel: tenantLabel}
+	policy := Policy{SourceNamespaces: []string{"*"}, MaxReplicatedBytes: 1000, ReservedNames: []string{"istio-ca-root-cert"}, TenantLabel: tenantLabel}
 	tests := []struct {
 		name        string
 		source      func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap])
@@ -75,7 +75,7 @@ func TestResolve(t *testing.T) {
 			name: "over the byte budget",
 			source: func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap]) {
 				return ConfigMapKind{}, AnnotatedSource(sourceConfigMap("platform", "big", map[string]string{v1alpha1.TargetNamespacesAnnotation: "team-*"},
-					map[string]string{"k": strings.Repeat("x", 40)}))
+					map[string]string{"k": strings.Repeat("x", 400)}))
 			},
 			wantInvalid: []string{"over the controller's --max-replicated-bytes"},
 		},

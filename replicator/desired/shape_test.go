@@ -305,19 +305,82 @@ func tlsData() map[string][]byte {
 }
 
 func TestWriteBudget(t *testing.T) {
-	src := sampleSource() // data k=v (2 bytes), binaryData b=[1] (2 bytes)
-	size := NewTemplate(ConfigMapKind{}, src, Shape{}, settingsOwner).Size()
-	if size != 4 {
-		t.Fatalf("size %d, want 4", size)
+	src := sampleSource()
+	template := NewTemplate(ConfigMapKind{}, src, Shape{}, settingsOwner)
+	size := template.Size()
+	if want := writtenBytes(template.In("team-a")); size != want {
+		t.Fatalf("size %d, want %d: the name, data and every label and annotation of the replica", size, want)
 	}
 	for _, tt := range []struct {
 		budget  int64
 		targets int
 		ok      bool
-	}{{0, 1 << 20, true}, {400, 100, true}, {399, 100, false}, {4, 1, true}, {3, 1, false}} {
+	}{{0, 1 << 20, true}, {100 * size, 100, true}, {100*size - 1, 100, false}, {size, 1, true}, {size - 1, 1, false}} {
 		err := Policy{MaxReplicatedBytes: tt.budget}.CheckWriteBudget(size, tt.targets)
 		if (err == nil) != tt.ok {
 			t.Errorf("budget %d, %d targets: %v", tt.budget, tt.targets, err)
 		}
 	}
+}
+
+// A source without data still writes its copied metadata into every target: a 250 KB
+// annotation into 5,000 namespaces is over a 1 MiB budget, and stripping it brings the
+// source back under.
+func TestWriteBudgetCountsCopiedMetadata(t *testing.T) {
+	src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "platform", Name: "settings",
+		Annotations: map[string]string{"padding": strings.Repeat("x", 250_000)},
+	}}
+	policy := Policy{MaxReplicatedBytes: 1 << 20}
+	size := NewTemplate(ConfigMapKind{}, src, Shape{}, settingsOwner).Size()
+	if size < 250_000 {
+		t.Fatalf("size %d: the copied annotation is not counted", size)
+	}
+	if err := policy.CheckWriteBudget(size, 5000); err == nil {
+		t.Fatalf("a data-less source with a 250 KB annotation into 5,000 namespaces passed a 1 MiB budget")
+	}
+	stripped := NewTemplate(ConfigMapKind{}, src, Shape{Strip: []string{"padding"}}, settingsOwner).Size()
+	if err := policy.CheckWriteBudget(stripped, 5000); err != nil {
+		t.Fatalf("with the annotation stripped: %v", err)
+	}
+}
+
+// FuzzWriteBudget: whatever metadata a source carries, the size the budget checks is
+// what its replica holds.
+func FuzzWriteBudget(f *testing.F) {
+	f.Add("team", "platform", "note", "n", "k", "v", "")
+	f.Add("", "", "padding", strings.Repeat("x", 1000), "", "", "padding")
+	f.Fuzz(func(t *testing.T, labelKey, labelValue, annotationKey, annotationValue, dataKey, dataValue, strip string) {
+		src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "platform", Name: "settings",
+			Labels:      map[string]string{labelKey: labelValue},
+			Annotations: map[string]string{annotationKey: annotationValue},
+		}, Data: map[string]string{dataKey: dataValue}}
+		strips, err := parseStripMetadata(strip)
+		if err != nil {
+			strips = nil
+		}
+		template := NewTemplate(ConfigMapKind{}, src, Shape{Strip: strips}, settingsOwner)
+		if got, want := template.Size(), writtenBytes(template.In("team-a")); got != want {
+			t.Fatalf("size %d, the replica holds %d", got, want)
+		}
+	})
+}
+
+// writtenBytes is what cmsync writes into a replica, counted from the replica itself.
+func writtenBytes(cm *corev1.ConfigMap) int64 {
+	n := len(cm.Name)
+	for k, v := range cm.Labels {
+		n += len(k) + len(v)
+	}
+	for k, v := range cm.Annotations {
+		n += len(k) + len(v)
+	}
+	for k, v := range cm.Data {
+		n += len(k) + len(v)
+	}
+	for k, v := range cm.BinaryData {
+		n += len(k) + len(v)
+	}
+	return int64(n)
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -32,9 +33,9 @@ func TestWriteBudget(t *testing.T) {
 		cm.Annotations[v1alpha1.TargetNamespacesAnnotation] = a + "," + b + "," + c
 	})
 	invalid := waitForStatus(t, src, v1alpha1.StatusInvalid)
-	want := "the replicas would hold 12Ki (4Ki in each of 3 target namespaces), over the controller's --max-replicated-bytes of 10Ki"
-	if msg := invalid.Annotations[v1alpha1.MessageAnnotation]; !strings.HasPrefix(msg, want) {
-		t.Errorf("message %q, want it to start with %q", msg, want)
+	want := regexp.MustCompile(`^the replicas would write 12\.\d+Ki \(4\.\d+Ki, data and metadata, in each of 3 target namespaces\), over the controller's --max-replicated-bytes of 10Ki`)
+	if msg := invalid.Annotations[v1alpha1.MessageAnnotation]; !want.MatchString(msg) {
+		t.Errorf("message %q, want it to match %q", msg, want)
 	}
 	waitForEvent(t, src, v1alpha1.ReasonInvalid, "--max-replicated-bytes")
 	consistently(t, 2*time.Second, "existing replicas kept, no new one", func() error {
@@ -64,4 +65,32 @@ func TestWriteBudget(t *testing.T) {
 	if n := len(replicasOfSync(t, sync)); n != 0 {
 		t.Errorf("%d replicas written for a ConfigMapSync over budget", n)
 	}
+}
+
+// The budget counts what a replica holds, not only its data: a source without data
+// whose copied annotation would write past the budget is Invalid, and writes nothing.
+func TestWriteBudgetCountsCopiedMetadata(t *testing.T) {
+	policy := defaultPolicy()
+	policy.MaxReplicatedBytes = 100 << 10
+	startController(t, withPolicy(policy))
+	srcNS := newNamespace(t, "src", nil)
+	group, targets := newGroup(t, "meta", 4)
+	src := newSource(t, srcNS, "padded", map[string]string{
+		v1alpha1.TargetSelectorAnnotation: "group=" + group,
+		"padding":                         strings.Repeat("x", 30<<10),
+	}, nil)
+	invalid := waitForStatus(t, src, v1alpha1.StatusInvalid)
+	if msg := invalid.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "in each of 4 target namespaces") {
+		t.Errorf("message %q", msg)
+	}
+	consistently(t, 2*time.Second, "no replica written", func() error {
+		if got := replicaNamespaces(t, src); len(got) != 0 {
+			return errorf("replicas in %v", got)
+		}
+		return nil
+	})
+	// Stripping the annotation brings the source under its budget.
+	update(t, src, func(cm *corev1.ConfigMap) { cm.Annotations[v1alpha1.StripMetadataAnnotation] = "padding" })
+	waitForReplicasIn(t, src, targets...)
+	waitForSynced(t, src, "4/4")
 }
