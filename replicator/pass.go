@@ -55,6 +55,29 @@ func (e *Engine[T]) deleteAll(ctx context.Context, owner desired.Owner) (int, er
 	return e.deleteReplicas(ctx, owner, owned)
 }
 
+// withdraw deletes the replicas of owner in every namespace but admitting, for an owner
+// that cannot be acted on (Invalid, or its source missing): it keeps its replicas only
+// where the namespaces still admit them (desired.AdmittingNamespaces). Consent outranks
+// a broken source.
+func (e *Engine[T]) withdraw(ctx context.Context, owner desired.Owner, admitting []string) (int, error) {
+	owned, err := e.ownedBy(owner)
+	if err != nil {
+		return 0, err
+	}
+	keep := sets.New(admitting...)
+	var doomed []*metav1.PartialObjectMetadata
+	for _, obj := range owned {
+		if !keep.Has(obj.GetNamespace()) {
+			doomed = append(doomed, obj)
+		}
+	}
+	deleted, err := e.deleteReplicas(ctx, owner, doomed)
+	if deleted > 0 {
+		log.FromContext(ctx).Info("deleted the replicas of a source that cannot be acted on, in namespaces that no longer admit it", "deleted", deleted)
+	}
+	return deleted, err
+}
+
 // countIn counts the targets that hold a replica of owner named name, as they are.
 func (e *Engine[T]) countIn(owner desired.Owner, name string, targets []string) (int, error) {
 	owned, err := e.ownedBy(owner)

@@ -68,6 +68,9 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	plan, err := r.planFor(src)
 	var invalid invalidSourceError
 	if errors.As(err, &invalid) {
+		if _, err := r.engine.withdraw(ctx, owner, invalid.admitting); err != nil {
+			return ctrl.Result{}, err
+		}
 		return afterStatusWrite(ctx, r.reportInvalid(ctx, src, owner, invalid))
 	}
 	if err != nil {
@@ -81,14 +84,19 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 }
 
 // invalidSourceError is a source cmsync will not act on; it is reported on the source,
-// and nothing is created or deleted because of it.
-type invalidSourceError struct{ error }
+// nothing is created because of it, and its replicas are kept where the namespaces
+// still admit it (admitting).
+type invalidSourceError struct {
+	error
+	admitting []string
+}
 
 // planFor decides what the source wants (desired.Resolve), or why it cannot be acted on.
 func (r *sourceReconciler[T]) planFor(src T) (Plan[T], error) {
-	intent := desired.Resolve(r.kind, desired.AnnotatedSource(src), r.namespaces.List(), r.policy)
+	namespaces := r.namespaces.List()
+	intent := desired.Resolve(r.kind, desired.AnnotatedSource(src), namespaces, r.policy)
 	if intent.Invalid != nil {
-		return Plan[T]{}, invalidSourceError{intent.Invalid}
+		return Plan[T]{}, invalidSourceError{intent.Invalid, desired.AdmittingNamespaces(intent.Origin, namespaces, r.policy)}
 	}
 	return Plan[T]{Targets: intent.Targets.Namespaces, Template: intent.Template, Boundary: intent.Targets.Notice()}, nil
 }
@@ -223,7 +231,8 @@ func (r *sourceReconciler[T]) findSourceOfReplica(_ context.Context, replica *me
 // with the tenant boundary on, to every source in it (its tenant decides where they
 // reach). The map runs on both the old and the new namespace of an update, so a
 // namespace that stopped matching still reaches the sources that must clean it up.
-// Sources with invalid annotations are skipped: they change nothing until edited.
+// A source whose targets cannot be parsed, or that is Invalid, is mapped to every
+// namespace: its replicas must still leave a namespace that stops admitting it.
 func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	sources := r.kind.NewList()
 	if err := r.client.List(ctx, sources); err != nil {
@@ -243,7 +252,7 @@ func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj c
 			}
 			return nil
 		}
-		if spec, err := desired.TargetsOf(src); err == nil && spec.Matches(ns) {
+		if spec, err := desired.TargetsOf(src); err != nil || spec.Matches(ns) || src.GetAnnotations()[v1alpha1.StatusAnnotation] == v1alpha1.StatusInvalid {
 			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: src.GetNamespace(), Name: src.GetName()}})
 		}
 		return nil

@@ -38,8 +38,10 @@ type Intent[T Object] struct {
 	Owner       Owner
 	ReplicaName string
 	Spec        TargetSpec
-	Origin      Origin
-	Targets     Targets
+	// Origin is where the source lives and which tenant binds it; set also when the
+	// intent is Invalid (AdmittingNamespaces).
+	Origin  Origin
+	Targets Targets
 	// Template is the replica, when the source was read whole and is valid.
 	Template Template[T]
 	Invalid  error
@@ -59,15 +61,33 @@ func Resolve[T Object](kind Kind[T], src Source[T], namespaces []Namespace, poli
 	} else {
 		intent = resolveAnnotated[T](kind, src, namespaces, policy)
 	}
-	if intent.Invalid != nil || src.Meta == nil {
-		return intent
-	}
 	return intent.WithSource(kind, src, policy)
+}
+
+// AdmittingNamespaces lists the namespaces that admit a replica of a source of origin
+// whatever the source names: the controller's policy allows it (not excluded, ignored,
+// terminating or outside the scope) and the tenant boundary admits it. Consent is the
+// namespace's, not the source's: a source that cannot be acted on (Invalid) keeps its
+// replicas only there, so a tenant cannot hold a replica in a namespace that withdrew
+// its consent by breaking the source's annotations.
+func AdmittingNamespaces(origin Origin, namespaces []Namespace, policy Policy) []string {
+	var admitting []string
+	for _, ns := range namespaces {
+		if ns.Name == origin.Namespace || policy.refusal(ns).rule != notRefused {
+			continue
+		}
+		// A source whose tenant is not known yet (its namespace not seen) is not
+		// judged by the boundary here: withdrawing its replicas would be a guess.
+		if r := origin.admits(ns); origin.unknown || r == notRefused || r == acceptedFrom {
+			admitting = append(admitting, ns.Name)
+		}
+	}
+	return admitting
 }
 
 // resolveAnnotated decides from an annotated source's metadata.
 func resolveAnnotated[T Object](kind Kind[T], src Source[T], namespaces []Namespace, policy Policy) Intent[T] {
-	intent := Intent[T]{Owner: AnnotationOwner(kind.Name(), src.Key), ReplicaName: src.Key.Name}
+	intent := Intent[T]{Owner: AnnotationOwner(kind.Name(), src.Key), ReplicaName: src.Key.Name, Origin: policy.OriginOf(src.Key.Namespace, namespaces)}
 	if err := policy.CheckSourceNamespace(src.Key.Namespace); err != nil {
 		intent.Invalid = err
 		return intent
@@ -88,7 +108,7 @@ func resolveAnnotated[T Object](kind Kind[T], src Source[T], namespaces []Namesp
 		intent.Invalid = err
 		return intent
 	}
-	intent.Spec, intent.Origin = spec, policy.OriginOf(src.Key.Namespace, namespaces)
+	intent.Spec = spec
 	intent.Targets = TargetNamespaces(spec, intent.Origin, namespaces, policy)
 	return intent
 }
@@ -96,7 +116,9 @@ func resolveAnnotated[T Object](kind Kind[T], src Source[T], namespaces []Namesp
 // resolveSync decides from a ConfigMapSync's or SecretSync's spec.
 func resolveSync[T Object](kind Kind[T], sync v1alpha1.Sync, namespaces []Namespace, policy Policy) Intent[T] {
 	owner, syncSpec := SyncOwner(sync), sync.SyncSpec()
-	intent := Intent[T]{Owner: owner, ReplicaName: SyncReplicaName(syncSpec)}
+	// An explicit kind is cluster-scoped, an administrator's: the tenant boundary does
+	// not bind it.
+	intent := Intent[T]{Owner: owner, ReplicaName: SyncReplicaName(syncSpec), Origin: Unbound(owner.Source.Namespace)}
 	if syncSpec.SourceKind != kind.Name() {
 		intent.Invalid = fmt.Errorf("a %s names a %s, not a %s", syncSpec.Kind, syncSpec.SourceKind, kind.Name())
 		return intent
@@ -108,9 +130,7 @@ func resolveSync[T Object](kind Kind[T], sync v1alpha1.Sync, namespaces []Namesp
 		intent.Invalid = err
 		return intent
 	}
-	// An explicit kind is cluster-scoped, an administrator's: the tenant boundary does
-	// not bind it.
-	intent.Spec, intent.Origin = spec, Unbound(owner.Source.Namespace)
+	intent.Spec = spec
 	intent.Targets = TargetNamespaces(spec, intent.Origin, namespaces, policy)
 	return intent
 }

@@ -275,3 +275,48 @@ func TestSummaryWithinTheBoundary(t *testing.T) {
 		t.Errorf("without a boundary: %q", s.Message)
 	}
 }
+
+// AdmittingNamespaces is where an Invalid source keeps its replicas: the namespaces that
+// admit it whatever it names. Each namespace is a target of "*" exactly when it admits
+// the source, so the two agree on every namespace of every origin.
+func TestAdmittingNamespaces(t *testing.T) {
+	policy := Policy{TenantLabel: tenantLabel, ExcludeNamespaces: []string{"kube-system"}}
+	namespaces := append(slices.Clone(tenantNamespaces),
+		Namespace{Name: "a-ignored", Labels: map[string]string{tenantLabel: "a", "cmsync.io/ignore": "true"}},
+		Namespace{Name: "a-leaving", Labels: map[string]string{tenantLabel: "a"}, Terminating: true},
+	)
+	everywhere, err := parseTargetAnnotations(ptrTo("*"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, source := range []string{"a-dev", "b-dev", "platform", "unseen"} {
+		origin := policy.OriginOf(source, namespaces)
+		got := AdmittingNamespaces(origin, namespaces, policy)
+		if source == "unseen" {
+			// The tenant of an unseen namespace is not known: nothing is withdrawn on a guess.
+			if !slices.Contains(got, "b-prod") || !slices.Contains(got, "a-prod") {
+				t.Errorf("unseen origin: %v", got)
+			}
+			continue
+		}
+		want := TargetNamespaces(everywhere, origin, namespaces, policy).Namespaces
+		if !reflect.DeepEqual(sortedCopy(got), want) {
+			t.Errorf("source in %s: admitting %v, targets of * %v", source, got, want)
+		}
+		for _, never := range []string{"kube-system", "a-ignored", "a-leaving", source} {
+			if slices.Contains(got, never) {
+				t.Errorf("source in %s: %s admits it", source, never)
+			}
+		}
+	}
+	// Without the boundary, every namespace the policy allows admits every source.
+	if got := AdmittingNamespaces(Unbound("a-dev"), namespaces, Policy{}); !slices.Contains(got, "b-prod") || slices.Contains(got, "a-ignored") {
+		t.Errorf("unbound: %v", got)
+	}
+}
+
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
