@@ -20,23 +20,20 @@ import (
 	"github.com/cmsync/cmsync/replicator/desired"
 )
 
-// SourceChanged passes every source event except an update that changed nothing a
-// replica, the target set or the status depends on: a resync, a change of managedFields
-// only. A change of the status annotations passes: after cmsync's own status write
-// that costs one pass that finds everything in place and writes nothing, and a status
-// someone else wrote — a user, or a write of an old leader delivered late — is put
-// right instead of standing until the next change.
-func SourceChanged[T desired.Object](kind desired.Kind[T]) predicate.Predicate {
+// SourceChanged passes every source event except an update that changed nothing: a
+// resync. The manager's cache holds a source's metadata only, so a change of its
+// content shows as a new resourceVersion and nothing else. A change of the status
+// annotations passes: after cmsync's own status write that costs one pass that finds
+// everything in place and writes nothing (it reads nothing either: the held source
+// follows cmsync's own writes), and a status someone else wrote — a user, or a write of
+// an old leader delivered late — is put right instead of standing until the next
+// change.
+func SourceChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		oldObj, okOld := e.ObjectOld.(T)
-		newObj, okNew := e.ObjectNew.(T)
-		if !okOld || !okNew {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
 			return true
 		}
-		return !desired.SameContent(kind.Content(oldObj), kind.Content(newObj)) ||
-			!maps.Equal(oldObj.GetLabels(), newObj.GetLabels()) ||
-			!maps.Equal(oldObj.GetAnnotations(), newObj.GetAnnotations()) ||
-			!sameLifecycle(oldObj, newObj)
+		return e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() || !sameLifecycle(e.ObjectOld, e.ObjectNew)
 	}}
 }
 

@@ -20,10 +20,11 @@ import (
 )
 
 // The caches hold only what cmsync manages, so memory grows with the sources and
-// replicas, not with the objects of the cluster:
-//   - the manager's cache: ConfigMaps (and Secrets, when enabled) labelled
-//     cmsync.io/replicate=true (sources), in every namespace or, in scoped mode, in each
-//     namespace cmsync serves (--namespaces), and
+// replicas, not with the objects of the cluster nor with the bytes users label:
+//   - the manager's cache: the metadata of ConfigMaps (and Secrets, when enabled)
+//     labelled cmsync.io/replicate=true (sources), in every namespace or, in scoped mode,
+//     in each namespace cmsync serves (--namespaces), reduced to what routes events
+//     (sourceTransform); a pass reads the source whole (sourceContents), and
 //     namespaces as metadata only (names, labels, deletion, cmsync.io/accept-from);
 //   - the replica cache of each kind (replicacache): the objects carrying cmsync's
 //     managed-by label.
@@ -31,28 +32,78 @@ import (
 // different labels (a replica never carries the replicate label, so it can never become
 // a source), hence two caches.
 
-// ManagerCacheOptions filters the manager's cache to sources (labelled ConfigMaps and,
-// with o.Secrets, labelled Secrets) and namespace metadata. Without o.Secrets the cache
-// has no Secret informer, so cmsync makes no request about Secrets.
+// ManagerCacheOptions filters the manager's cache to the metadata of sources (labelled
+// ConfigMaps and, with o.Secrets, labelled Secrets) and of namespaces. Without o.Secrets
+// the cache has no Secret informer, so cmsync makes no request about Secrets.
 func ManagerCacheOptions(o Options) cache.Options {
 	sources := cache.ByObject{
 		Label:     labels.SelectorFromSet(labels.Set{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}),
-		Transform: cache.TransformStripManagedFields(),
+		Transform: sourceTransform,
 		// In scoped mode, one informer per namespace served: cmsync lists and watches
 		// sources there alone, under the Roles of those namespaces.
 		Namespaces: replicacache.PerNamespace(o.Policy.Scope),
+		// Nothing modifies what it reads of them (a pass reads the source whole).
+		UnsafeDisableDeepCopy: ptr.To(true),
 	}
 	byObject := map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: sources,
+		desired.NewMetadata(desired.ConfigMapKind{}): sources,
 		// Every pass lists every namespace, from the informer's store (namespaceLister);
 		// nothing modifies what it reads of them, so no read through the cache copies
 		// them either.
 		namespaceMetadata(): {Transform: namespaceTransform(o.Policy.TenantLabel != ""), UnsafeDisableDeepCopy: ptr.To(true)},
 	}
 	if o.Secrets {
-		byObject[&corev1.Secret{}] = sources
+		byObject[desired.NewMetadata(desired.SecretKind{})] = sources
 	}
 	return cache.Options{ByObject: byObject}
+}
+
+// routingAnnotations are the annotations of a labelled object that the manager's cache
+// keeps: what maps a namespace's event to the sources it may concern (the targets) and
+// what says whether a source is Invalid (the status). Everything else — the content,
+// the other labels and annotations, managedFields — is read with the whole source by
+// the pass that needs it.
+var routingAnnotations = []string{
+	v1alpha1.TargetNamespacesAnnotation, v1alpha1.TargetSelectorAnnotation,
+	v1alpha1.StatusAnnotation, v1alpha1.SyncedAnnotation, v1alpha1.MessageAnnotation, v1alpha1.LastSyncTimeAnnotation,
+}
+
+// maxRoutingValue bounds each annotation the cache keeps. A longer one is kept as
+// tooLongToRoute, which no target parser accepts: its source is then mapped to every
+// namespace's event, and its passes read the real value from the whole source.
+const (
+	maxRoutingValue = 4 << 10
+	tooLongToRoute  = "(too long to keep in the cache: read from the source)"
+)
+
+// sourceTransform reduces a labelled object's metadata to its identity, its deletion,
+// the replicate label and the routing annotations, so that what a user labels costs
+// cmsync a few hundred bytes however large it is, wherever it lives.
+func sourceTransform(in any) (any, error) {
+	obj, ok := in.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return in, nil
+	}
+	obj.ManagedFields = nil
+	obj.OwnerReferences = nil
+	obj.Finalizers = nil
+	obj.Labels = map[string]string{v1alpha1.ReplicateLabel: obj.Labels[v1alpha1.ReplicateLabel]}
+	var kept map[string]string
+	for _, key := range routingAnnotations {
+		value, found := obj.Annotations[key]
+		if !found {
+			continue
+		}
+		if len(value) > maxRoutingValue {
+			value = tooLongToRoute
+		}
+		if kept == nil {
+			kept = make(map[string]string, len(routingAnnotations))
+		}
+		kept[key] = value
+	}
+	obj.Annotations = kept
+	return obj, nil
 }
 
 // namespaceMetadata is the metadata-only form of Namespace that the manager's cache

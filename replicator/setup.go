@@ -134,7 +134,7 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	// cache, and in scoped mode its informers of every namespace list together. Made
 	// by the controller's watch after the start, each would list in turn, the watch
 	// waiting for one before it made the next (at 1,000 namespaces, 100 s).
-	if _, err := mgr.GetCache().GetInformer(ctx, kind.New()); err != nil {
+	if _, err := mgr.GetCache().GetInformer(ctx, desired.NewMetadata(kind)); err != nil {
 		return door[T]{}, nil, fmt.Errorf("creating the %s source informer: %w", kind.Name(), err)
 	}
 	engine := NewEngine(kind, writer, mgr.GetClient(), replicas, mgr.GetAPIReader(), o.Writers)
@@ -152,6 +152,7 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 		return door[T]{}, nil, fmt.Errorf("adding the %s former-source sweep: %w", kind.Name(), err)
 	}
 	sources := &sourceReconciler[T]{kind: kind, name: name, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
+		contents: newSourceContents(kind, mgr.GetAPIReader(), defaultSourceContentBytes),
 		ownStatus: newOwnStatus(func(a, b desired.SourceStatus) bool { return a == b }), door: shared}
 	if err := sources.SetupWithManager(mgr, replicas, former.Events(), o.Controller); err != nil {
 		return door[T]{}, nil, fmt.Errorf("setting up the %s source controller: %w", kind.Name(), err)

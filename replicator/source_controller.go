@@ -8,9 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,6 +39,8 @@ type sourceReconciler[T desired.Object] struct {
 	client client.Client
 	// apiReader reads the API server directly, for objects outside the caches.
 	apiReader client.Reader
+	// contents reads the sources whole; the manager's cache holds their metadata only.
+	contents *sourceContents[T]
 	// ownStatus is what cmsync knows of its own status writes of each source that the
 	// cache may not show yet.
 	ownStatus *ownStatus[desired.SourceStatus]
@@ -55,13 +55,25 @@ type sourceReconciler[T desired.Object] struct {
 func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	defer func(start time.Time) { r.metrics.ObserveSync(time.Since(start)) }(time.Now())
 
-	src := r.kind.New()
-	err := r.client.Get(ctx, req.NamespacedName, src)
+	cached := desired.NewMetadata(r.kind)
+	err := r.client.Get(ctx, req.NamespacedName, cached)
 	if client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, err
 	}
 	owner := desired.AnnotationOwner(r.kind.Name(), req.NamespacedName)
-	if apierrors.IsNotFound(err) || !isActiveSource(src) {
+	if apierrors.IsNotFound(err) || !isActiveSource(cached) {
+		return ctrl.Result{}, r.retire(ctx, owner)
+	}
+	if err := r.policy.CheckSourceNamespace(req.Namespace); err != nil {
+		// Where sources may not live, a labelled object is never read whole: its
+		// metadata says all there is to say.
+		return afterStatusWrite(ctx, r.reportInvalid(ctx, cached, owner, invalidSourceError{error: err}))
+	}
+	src, found, err := r.contents.Get(ctx, cached)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the source: %w", err)
+	}
+	if !found || !isActiveSource(src) {
 		return ctrl.Result{}, r.retire(ctx, owner)
 	}
 
@@ -104,6 +116,7 @@ func (r *sourceReconciler[T]) planFor(src T) (Plan[T], error) {
 // retire deletes every replica of a source that is gone or no longer labelled, and
 // takes the status annotations off an object that stopped being a source.
 func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) error {
+	r.contents.forget(owner.Source)
 	r.metrics.ForgetSource(owner)
 	r.ownStatus.forget(owner.Source)
 	deleted, err := r.engine.deleteAll(ctx, owner)
@@ -129,7 +142,7 @@ func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) e
 // reportInvalid writes the Invalid status, then an Event and a log line, once per new
 // problem; it does not retry, since only an edit of the source can fix it (but for a
 // write that met a newer object: afterStatusWrite).
-func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src T, owner desired.Owner, invalid invalidSourceError) error {
+func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src client.Object, owner desired.Owner, invalid invalidSourceError) error {
 	r.metrics.RecordProblem(owner, v1alpha1.ReasonInvalid)
 	status := desired.InvalidStatus(invalid, src.GetAnnotations()[v1alpha1.SyncedAnnotation])
 	patch := desired.StatusPatch(src, status, false, time.Now())
@@ -190,7 +203,7 @@ func (r *sourceReconciler[T]) recordPassEvent(ctx context.Context, src T, pass d
 }
 
 // writeStatus writes the status annotations (patchStatus) and records the write.
-func (r *sourceReconciler[T]) writeStatus(ctx context.Context, src T, status desired.SourceStatus, patch []byte) error {
+func (r *sourceReconciler[T]) writeStatus(ctx context.Context, src client.Object, status desired.SourceStatus, patch []byte) error {
 	if err := r.patchStatus(ctx, src, patch); err != nil {
 		return err
 	}
@@ -200,14 +213,18 @@ func (r *sourceReconciler[T]) writeStatus(ctx context.Context, src T, status des
 
 // patchStatus writes the status annotations; the patch carries the resourceVersion the
 // pass read (desired.StatusPatch). It is sent by metadata, so that the answer does
-// not carry the source's content back.
-func (r *sourceReconciler[T]) patchStatus(ctx context.Context, src T, patch []byte) error {
+// not carry the source's content back; the answer moves the held source to the version
+// the write made (sourceContents.advance).
+func (r *sourceReconciler[T]) patchStatus(ctx context.Context, src client.Object, patch []byte) error {
 	target := desired.NewMetadata(r.kind)
 	target.SetNamespace(src.GetNamespace())
 	target.SetName(src.GetName())
 	err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("writing status annotations: %w", err)
+	}
+	if err == nil {
+		r.contents.advance(src.GetResourceVersion(), target)
 	}
 	return nil
 }
@@ -234,29 +251,27 @@ func (r *sourceReconciler[T]) findSourceOfReplica(_ context.Context, replica *me
 // A source whose targets cannot be parsed, or that is Invalid, is mapped to every
 // namespace: its replicas must still leave a namespace that stops admitting it.
 func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
-	sources := r.kind.NewList()
-	if err := r.client.List(ctx, sources); err != nil {
+	sources := desired.NewMetadataList(r.kind)
+	// The cache's own objects, not copies: only read here.
+	if err := r.client.List(ctx, sources, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "listing sources for a namespace event")
 		return nil
 	}
 	ns := desired.NamespaceOf(obj)
 	var requests []reconcile.Request
-	_ = meta.EachListItem(sources, func(item runtime.Object) error {
-		src, ok := item.(T)
-		if !ok {
-			return nil
-		}
+	for i := range sources.Items {
+		src := &sources.Items[i]
+		key := types.NamespacedName{Namespace: src.GetNamespace(), Name: src.GetName()}
 		if src.GetNamespace() == ns.Name {
 			if r.policy.TenantLabel != "" {
-				requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: src.GetNamespace(), Name: src.GetName()}})
+				requests = append(requests, reconcile.Request{NamespacedName: key})
 			}
-			return nil
+			continue
 		}
 		if spec, err := desired.TargetsOf(src); err != nil || spec.Matches(ns) || src.GetAnnotations()[v1alpha1.StatusAnnotation] == v1alpha1.StatusInvalid {
-			requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: src.GetNamespace(), Name: src.GetName()}})
+			requests = append(requests, reconcile.Request{NamespacedName: key})
 		}
-		return nil
-	})
+	}
 	return requests
 }
 
@@ -268,7 +283,7 @@ func (r *sourceReconciler[T]) SetupWithManager(
 ) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).
-		For(r.kind.New(), builder.WithPredicates(predicates.SourceChanged(r.kind))).
+		For(desired.NewMetadata(r.kind), builder.WithPredicates(predicates.SourceChanged())).
 		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestsFromMapFunc(r.findSourceOfReplica))).
 		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.findSourcesForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged())).

@@ -195,3 +195,11 @@ func NewMetadata[T Object](kind Kind[T]) *metav1.PartialObjectMetadata {
 	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind.Name()))
 	return obj
 }
+
+// NewMetadataList is an empty list of kind's metadata, as the manager's cache holds
+// sources.
+func NewMetadataList[T Object](kind Kind[T]) *metav1.PartialObjectMetadataList {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind.Name() + "List"))
+	return list
+}
