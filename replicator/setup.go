@@ -152,7 +152,7 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 		return door[T]{}, nil, fmt.Errorf("adding the %s former-source sweep: %w", kind.Name(), err)
 	}
 	sources := &sourceReconciler[T]{kind: kind, name: name, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
-		contents: newSourceContents(kind, mgr.GetAPIReader(), defaultSourceContentBytes),
+		contents:  newSourceContents(kind, mgr.GetAPIReader(), defaultSourceContentBytes),
 		ownStatus: newOwnStatus(func(a, b desired.SourceStatus) bool { return a == b }), door: shared}
 	if err := sources.SetupWithManager(mgr, replicas, former.Events(), o.Controller); err != nil {
 		return door[T]{}, nil, fmt.Errorf("setting up the %s source controller: %w", kind.Name(), err)
