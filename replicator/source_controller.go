@@ -2,7 +2,6 @@ package replicator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -64,10 +63,11 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if apierrors.IsNotFound(err) || !isActiveSource(cached) {
 		return ctrl.Result{}, r.retire(ctx, owner)
 	}
+	namespaces := r.namespaces.List()
 	if err := r.policy.CheckSourceNamespace(req.Namespace); err != nil {
 		// Where sources may not live, a labelled object is never read whole: its
 		// metadata says all there is to say.
-		return afterStatusWrite(ctx, r.reportInvalid(ctx, cached, owner, invalidSourceError{error: err}))
+		return r.invalid(ctx, cached, owner, err, namespaces)
 	}
 	src, found, err := r.contents.Get(ctx, cached)
 	if err != nil {
@@ -77,17 +77,11 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, r.retire(ctx, owner)
 	}
 
-	plan, err := r.planFor(src)
-	var invalid invalidSourceError
-	if errors.As(err, &invalid) {
-		if _, err := r.engine.withdraw(ctx, owner, invalid.admitting); err != nil {
-			return ctrl.Result{}, err
-		}
-		return afterStatusWrite(ctx, r.reportInvalid(ctx, src, owner, invalid))
+	intent := desired.Resolve(r.kind, desired.AnnotatedSource(src), namespaces, r.policy)
+	if intent.Invalid != nil {
+		return r.invalid(ctx, src, owner, intent.Invalid, namespaces)
 	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	plan := Plan[T]{Targets: intent.Targets.Namespaces, Template: intent.Template, Boundary: intent.Targets.Notice()}
 	pass, err := r.engine.run(ctx, owner, plan)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -95,22 +89,15 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	return r.finish(ctx, owner, pass, r.report(ctx, src, pass))
 }
 
-// invalidSourceError is a source cmsync will not act on; it is reported on the source,
-// nothing is created because of it, and its replicas are kept where the namespaces
-// still admit it (admitting).
-type invalidSourceError struct {
-	error
-	admitting []string
-}
-
-// planFor decides what the source wants (desired.Resolve), or why it cannot be acted on.
-func (r *sourceReconciler[T]) planFor(src T) (Plan[T], error) {
-	namespaces := r.namespaces.List()
-	intent := desired.Resolve(r.kind, desired.AnnotatedSource(src), namespaces, r.policy)
-	if intent.Invalid != nil {
-		return Plan[T]{}, invalidSourceError{intent.Invalid, desired.AdmittingNamespaces(intent.Origin, namespaces, r.policy)}
+// invalid handles a source cmsync will not act on: nothing is created because of it,
+// its replicas are kept where the namespaces still admit it (and deleted elsewhere:
+// consent outranks a broken source), and the problem is reported on the source.
+func (r *sourceReconciler[T]) invalid(ctx context.Context, src client.Object, owner desired.Owner, problem error, namespaces []desired.Namespace) (ctrl.Result, error) {
+	admitting := desired.AdmittingNamespaces(r.policy.OriginOf(src.GetNamespace(), namespaces), namespaces, r.policy)
+	if _, err := r.engine.withdraw(ctx, owner, admitting); err != nil {
+		return ctrl.Result{}, err
 	}
-	return Plan[T]{Targets: intent.Targets.Namespaces, Template: intent.Template, Boundary: intent.Targets.Notice()}, nil
+	return afterStatusWrite(ctx, r.reportInvalid(ctx, src, owner, problem))
 }
 
 // retire deletes every replica of a source that is gone or no longer labelled, and
@@ -142,7 +129,7 @@ func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) e
 // reportInvalid writes the Invalid status, then an Event and a log line, once per new
 // problem; it does not retry, since only an edit of the source can fix it (but for a
 // write that met a newer object: afterStatusWrite).
-func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src client.Object, owner desired.Owner, invalid invalidSourceError) error {
+func (r *sourceReconciler[T]) reportInvalid(ctx context.Context, src client.Object, owner desired.Owner, invalid error) error {
 	r.metrics.RecordProblem(owner, v1alpha1.ReasonInvalid)
 	status := desired.InvalidStatus(invalid, src.GetAnnotations()[v1alpha1.SyncedAnnotation])
 	patch := desired.StatusPatch(src, status, false, time.Now())

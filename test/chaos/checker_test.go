@@ -577,6 +577,11 @@ func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all i
 			p.c.Stop()
 		}
 		mc.excluded = change.excluded
+		if mc.excluded != "" {
+			// Newly excluded namespaces no longer admit anything, not even an Invalid
+			// source's replicas.
+			mc.world.forgetFrozen(func(obj mcObject) bool { return globMatches(mc.excluded, obj.namespace) })
+		}
 		if change.barred && !mc.sourcesBarred {
 			mc.world.bar()
 		} else if !change.barred && mc.sourcesBarred {

@@ -61,8 +61,10 @@ type mcSource struct {
 	value    string
 	broken   bool // its target-selector is malformed: Invalid
 	// frozen holds, while the source is Invalid, the replicas it had when it became
-	// Invalid: cmsync changes nothing for an Invalid source, so they stay as they were
-	// (users may still edit or delete them); prevSynced is its synced count then.
+	// Invalid: cmsync creates and updates nothing for an Invalid source, so they stay as
+	// they were (users may still edit or delete them) — but for those in a namespace
+	// that stops admitting the source (ignored, excluded), which go; prevSynced is its
+	// synced count then.
 	frozen     map[mcObject]mcReplica
 	prevSynced string
 }
@@ -535,6 +537,11 @@ func (w *mcWorld) applyToNamespace(t *testing.T, op mcOp) {
 	case "ignore-namespace":
 		ns := w.pool[op.Slot]
 		ns.ignored = !ns.ignored
+		if ns.ignored {
+			// Consent outranks a broken source: an Invalid source's replica leaves a
+			// namespace that stops admitting it.
+			w.forgetFrozen(func(obj mcObject) bool { return obj.namespace == ns.name })
+		}
 		w.patchNamespace(
 			t,
 			ns,
