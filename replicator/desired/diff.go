@@ -59,6 +59,16 @@ func (t Template[T]) Diff(have T) Diff {
 // the ones cmsync owns, and its content is the one the label hashes. It cannot tell
 // how the content differs when the replica's immutable flag or type may stand in the
 // way of an update in place, which only the whole replica shows.
+//
+// What this judgement rests on: the content-hash label and the field manager named
+// cmsync are written by cmsync's ServiceAccount alone. Any client could write either,
+// so it is the chart's admission policy (docs/protected-replicas.md) that makes it so:
+// it refuses every write of an object labelled as a replica by anyone else, but an
+// update that changes nothing and a take-over of another replicator's copy, which may
+// change markers only and never add the content-hash label (such a copy is read
+// whole until cmsync writes its label). Without the policy, whoever may update a
+// replica can hide an edit of its content from this comparison until the source's
+// content next changes; docs/threat-model.md says so.
 func (t Template[T]) DiffMetadata(have metav1.Object) (d Diff, known bool) {
 	own := OwnershipOf(t.kind, have)
 	if own.OthersWroteContent || !own.Labels.Has(v1alpha1.ContentHashLabel) {
