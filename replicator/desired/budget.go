@@ -3,7 +3,7 @@ package desired
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/resource"
+	"strconv"
 )
 
 // DefaultMaxReplicatedBytes is the default of --max-replicated-bytes: half of etcd's
@@ -46,6 +46,22 @@ func (p Policy) CheckWriteBudget(size int64, targets int) error {
 		bytesOf(total), bytesOf(size), targets, bytesOf(p.MaxReplicatedBytes))
 }
 
+// bytesOf writes n in binary units, whole when exact (10Ki) and to a tenth otherwise
+// (12.6Ki): a replica's size is rarely a round figure.
 func bytesOf(n int64) string {
-	return resource.NewQuantity(n, resource.BinarySI).String()
+	units := []string{"Ki", "Mi", "Gi", "Ti"}
+	if n < 1024 {
+		return strconv.FormatInt(n, 10)
+	}
+	unit, scale := units[0], int64(1024)
+	for _, next := range units[1:] {
+		if n < scale*1024 {
+			break
+		}
+		unit, scale = next, scale*1024
+	}
+	if n%scale == 0 {
+		return strconv.FormatInt(n/scale, 10) + unit
+	}
+	return strconv.FormatFloat(float64(n)/float64(scale), 'f', 1, 64) + unit
 }

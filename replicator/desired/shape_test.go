@@ -384,3 +384,11 @@ func writtenBytes(cm *corev1.ConfigMap) int64 {
 	}
 	return int64(n)
 }
+
+func TestBytesOf(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 1023: "1023", 1024: "1Ki", 12858: "12.6Ki", 10 << 10: "10Ki", 1 << 30: "1Gi", 3<<20 + 1<<19: "3.5Mi"} {
+		if got := bytesOf(n); got != want {
+			t.Errorf("bytesOf(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
