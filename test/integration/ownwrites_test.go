@@ -110,9 +110,10 @@ func TestEchoesOfOwnWritesQueueNoPass(t *testing.T) {
 		t.Fatalf("the update: %d status writes onto the sources' namespace, want 1; last writes:\n%s", got, running.LastWrites())
 	}
 
+	readsBefore := sourceReads(running, src)
 	must(t, k8s.Delete(context.Background(), src))
 	waitForReplicasIn(t, src)
-	readOnce(t, running, src)
+	readOnce(t, running, src, readsBefore)
 }
 
 // A delete's echo can reach the replica cache before the delete's answer reaches
@@ -130,27 +131,23 @@ func TestEchoesThatOutrunTheirAnswersQueueNoPass(t *testing.T) {
 		return req.Method == http.MethodDelete && !strings.Contains(req.URL.Path, "/namespaces/"+srcNS+"/")
 	})
 
+	readsBefore := sourceReads(running, src)
 	must(t, k8s.Delete(context.Background(), src))
 	waitForReplicasIn(t, src)
 	writesOnce(t, running, "the cleanup", targets, http.MethodDelete)
-	readOnce(t, running, src)
+	readOnce(t, running, src, readsBefore)
 }
 
 // readOnce checks, for as long as late events take to queue passes, that the
-// controller read the deleted source src once: in the pass that deleted its replicas
-// (a source gone from the cache may only have lost its label, and then keeps status
-// annotations to take off). Each pass the echoes of its deletes queued read it again.
-func readOnce(t *testing.T, c *controllerUnderTest, src *corev1.ConfigMap) {
+// controller read the deleted source src once since it had read it before times: in
+// the pass that deleted its replicas (a source gone from the cache may only have lost
+// its label, and then keeps status annotations to take off). Each pass the echoes of
+// its deletes queued read it again.
+func readOnce(t *testing.T, c *controllerUnderTest, src *corev1.ConfigMap, before int) {
 	t.Helper()
 	readsAre := func(want string, check func(int) bool) func() error {
 		return func() error {
-			reads := 0
-			for _, path := range c.ObjectReadsIn(src.Namespace) {
-				if strings.HasSuffix(path, "/configmaps/"+src.Name) {
-					reads++
-				}
-			}
-			if !check(reads) {
+			if reads := sourceReads(c, src) - before; !check(reads) {
 				return errorf("%d reads of the deleted source, want %s", reads, want)
 			}
 			return nil
@@ -159,4 +156,16 @@ func readOnce(t *testing.T, c *controllerUnderTest, src *corev1.ConfigMap) {
 	// The pass reads the source after deleting the replicas.
 	eventually(t, timeout, "the read of the deleted source", readsAre("at least 1", func(n int) bool { return n > 0 }))
 	consistently(t, 3*time.Second, "one read of the deleted source", readsAre("1", func(n int) bool { return n == 1 }))
+}
+
+// sourceReads counts the controller's reads of the source src: a pass reads it whole
+// once for each version it has not read yet, and once more to retire it.
+func sourceReads(c *controllerUnderTest, src *corev1.ConfigMap) int {
+	reads := 0
+	for _, path := range c.ObjectReadsIn(src.Namespace) {
+		if strings.HasSuffix(path, "/configmaps/"+src.Name) {
+			reads++
+		}
+	}
+	return reads
 }
