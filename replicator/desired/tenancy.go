@@ -182,7 +182,10 @@ type Targets struct {
 }
 
 // Notice is the end of the status message that says what the tenant boundary kept
-// out; "" when it kept out nothing.
+// out; "" when it kept out nothing. It counts those namespaces and names none: a
+// tenant's source may match any name, and must not learn which namespaces exist
+// outside its reach (kubectl cmsync explain, run with the reader's own rights, names
+// them; cmsync's log names a namespace whose accept-from cannot be parsed).
 func (t Targets) Notice() string {
 	if len(t.Outside) == 0 {
 		return ""
@@ -193,17 +196,15 @@ func (t Targets) Notice() string {
 		notice = fmt.Sprintf("%d matched %s wait for the tenant of namespace %s, not seen yet",
 			n, plural(n, "namespace", "namespaces"), t.origin.Namespace)
 	} else {
-		notice = fmt.Sprintf("%d matched %s outside tenant %q and not accepting from %s (%s)",
-			n, plural(n, "namespace is", "namespaces are"), t.origin.tenant, t.origin.Namespace, listSome(t.Outside))
+		notice = fmt.Sprintf("%d matched %s outside tenant %q and not accepting from %s",
+			n, plural(n, "namespace is", "namespaces are"), t.origin.tenant, t.origin.Namespace)
 	}
-	if len(t.Unparsable) > 0 {
-		notice += fmt.Sprintf("; the %s of %s cannot be parsed and accepts nothing", v1alpha1.AcceptFromAnnotation, listSome(t.Unparsable))
+	if u := len(t.Unparsable); u > 0 {
+		notice += fmt.Sprintf("; %d of them %s a %s that cannot be parsed and accepts nothing",
+			u, plural(u, "has", "have"), v1alpha1.AcceptFromAnnotation)
 	}
 	return notice
 }
-
-// listSome names the first shownProblems names, and how many more there are.
-func listSome(names []string) string { return firstFew(names, ", ", " ") }
 
 // sortTargets sorts every list of t.
 func (t *Targets) sort() {

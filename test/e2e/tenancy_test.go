@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,10 +57,9 @@ func TestTenantBoundary(t *testing.T) {
 	if msg := src.Annotations[v1alpha1.MessageAnnotation]; !strings.HasSuffix(
 		msg,
 		fmt.Sprintf(
-			`3 matched namespaces are outside tenant %q and not accepting from %s (%s)`,
+			`3 matched namespaces are outside tenant %q and not accepting from %s`,
 			tenantA,
 			a1,
-			strings.Join(slices.Sorted(slices.Values([]string{b1, b2, platform})), ", "),
 		),
 	) {
 		t.Errorf("message %q does not end by saying what the boundary kept out", msg)
@@ -97,7 +95,7 @@ func TestTenantBoundary(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if msg := cm.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "cmsync.io/accept-from of "+b2+" cannot be parsed and accepts nothing") {
+		if msg := cm.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "1 of them has a cmsync.io/accept-from that cannot be parsed and accepts nothing") || strings.Contains(msg, b2) {
 			return fmt.Errorf("message %q", msg)
 		}
 		return nil
