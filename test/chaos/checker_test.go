@@ -324,7 +324,7 @@ func (mc *modelChecker) start(p *mcProcess) {
 	}
 	args := []string{"--kubeconfig=" + p.kubeconfig, "--leader-elect=true", "--secrets=enabled",
 		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
-		"--exclude-namespaces=" + exclude, "--source-namespaces=" + sources}
+		"--exclude-namespaces=" + exclude, "--source-namespaces=" + sources, "--tenant-label=" + tenantLabel}
 	if p.link == nil {
 		p.c = harness.StartController(mc.t, args...)
 		return
@@ -577,11 +577,9 @@ func (mc *modelChecker) inject(fault string, ops func(from, to int), half, all i
 			p.c.Stop()
 		}
 		mc.excluded = change.excluded
-		if mc.excluded != "" {
-			// Newly excluded namespaces no longer admit anything, not even an Invalid
-			// source's replicas.
-			mc.world.forgetFrozen(func(obj mcObject) bool { return globMatches(mc.excluded, obj.namespace) })
-		}
+		// Newly excluded namespaces no longer admit anything, not even an Invalid
+		// source's replicas.
+		mc.world.dropUnadmitted()
 		if change.barred && !mc.sourcesBarred {
 			mc.world.bar()
 		} else if !change.barred && mc.sourcesBarred {

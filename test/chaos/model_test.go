@@ -47,6 +47,10 @@ type mcNamespace struct {
 	deleted bool   // deleted by a user: terminating, then gone
 	tier    string // the tier label's value, "" for none
 	ignored bool
+	// tenant is the tenant label's value, "" for none; accepts: its accept-from names
+	// the world's source namespace.
+	tenant  string
+	accepts bool
 }
 
 // mcSource is a source of the annotation form, or (kind "") the plain ConfigMap a
@@ -99,6 +103,9 @@ type mcWorld struct {
 	// namespaces out (the policy, shared by every world).
 	excluded      *string
 	sourcesBarred *bool
+	// srcTenant is the tenant of the source namespace, "" for none: then its sources
+	// reach every namespace, else only that tenant's and those accepting it.
+	srcTenant string
 }
 
 // invalid tells whether cmsync must treat the source as Invalid.
@@ -108,7 +115,9 @@ const (
 	kindConfigMap = "ConfigMap"
 	kindSecret    = "Secret"
 	tierLabel     = "tier"
-	poolSize      = 5
+	// tenantLabel is the --tenant-label the checker's processes run with.
+	tenantLabel = "mc-tenant"
+	poolSize    = 5
 )
 
 func newWorld(t *testing.T, excluded *string, sourcesBarred *bool) *mcWorld {
@@ -131,10 +140,10 @@ func (w *mcWorld) tierValue(tier string) string { return w.prefix + "-" + tier }
 // targets is the model of docs/annotations.md: the pool's namespaces matched by an entry or the
 // selector, minus `!` exclusions, the controller's exclusions, ignored, terminating and
 // missing namespaces (the source namespace is never in the pool).
-func (w *mcWorld) targets(entries []string, tier string) []string {
+func (w *mcWorld) targets(entries []string, tier string, bound bool) []string {
 	var out []string
 	for _, ns := range w.pool {
-		if !ns.exists || ns.deleted || ns.ignored || (*w.excluded != "" && globMatches(*w.excluded, ns.name)) {
+		if !w.admits(ns, bound) {
 			continue
 		}
 		included, excluded := tier != "" && ns.tier == tier, false
@@ -150,6 +159,35 @@ func (w *mcWorld) targets(entries []string, tier string) []string {
 		}
 	}
 	return out
+}
+
+// admits is the model of docs/security.md: whether ns may hold a replica of a source of
+// the world at all, whatever the source names — the controller's exclusions, ignored,
+// terminating and missing namespaces aside, and, for a source bound by the tenant
+// boundary (the annotation form), within the source namespace's tenant or accepting it.
+func (w *mcWorld) admits(ns *mcNamespace, bound bool) bool {
+	if !ns.exists || ns.deleted || ns.ignored || (*w.excluded != "" && globMatches(*w.excluded, ns.name)) {
+		return false
+	}
+	return !bound || w.srcTenant == "" || ns.tenant == w.srcTenant || ns.accepts
+}
+
+// dropUnadmitted forgets the frozen replicas of Invalid sources in namespaces that no
+// longer admit them: consent outranks a broken source.
+func (w *mcWorld) dropUnadmitted() {
+	byName := map[string]*mcNamespace{}
+	for _, ns := range w.pool {
+		byName[ns.name] = ns
+	}
+	for _, s := range w.sources {
+		maps.DeleteFunc(s.frozen, func(obj mcObject, _ mcReplica) bool { return !w.admitsAt(byName, obj.namespace, true) })
+	}
+	maps.DeleteFunc(w.sync.frozen, func(obj mcObject, _ mcReplica) bool { return !w.admitsAt(byName, obj.namespace, false) })
+}
+
+func (w *mcWorld) admitsAt(byName map[string]*mcNamespace, namespace string, bound bool) bool {
+	ns, ok := byName[namespace]
+	return ok && w.admits(ns, bound)
 }
 
 func globMatches(pattern, name string) bool {
@@ -197,7 +235,7 @@ func (w *mcWorld) expect() expectation {
 			maps.Copy(e.replicas, s.frozen)
 			e.statuses[s.name] = [2]string{v1alpha1.StatusInvalid, s.prevSynced}
 		default:
-			targets := w.targets(s.entries, s.tier)
+			targets := w.targets(s.entries, s.tier, true)
 			synced := want(s.kind, w.srcNS+"/"+s.name, s.value, "", targets)
 			state := v1alpha1.StatusSynced
 			if synced < len(targets) {
@@ -210,7 +248,7 @@ func (w *mcWorld) expect() expectation {
 		maps.Copy(e.replicas, w.sync.frozen)
 		e.syncReady, e.syncReason = "False", v1alpha1.ReasonInvalid
 	} else if w.sync.exists && w.syncSource.exists {
-		targets := w.targets(w.sync.entries, w.sync.tier)
+		targets := w.targets(w.sync.entries, w.sync.tier, false)
 		synced := want(kindConfigMap, w.srcNS+"/"+w.syncSource.name, w.syncSource.value, w.sync.name, targets)
 		e.syncReady, e.syncCount = "True", [2]int{len(targets), synced}
 		if synced < len(targets) {
@@ -344,6 +382,11 @@ func randomEntries(rng *rand.Rand) []string {
 	return out
 }
 
+// randomTenant is a tenant of the world, or none ("").
+func randomTenant(rng *rand.Rand) string {
+	return []string{"", "t1", "t2"}[rng.IntN(3)]
+}
+
 func randomTier(rng *rand.Rand) string {
 	return []string{"", "", "x", "y"}[rng.IntN(4)]
 }
@@ -354,7 +397,7 @@ func randomTier(rng *rand.Rand) string {
 func (w *mcWorld) randomOp(rng *rand.Rand, breakable bool) mcOp {
 	value := "v" + strconv.Itoa(rng.IntN(1000))
 	for {
-		switch pick := rng.IntN(16); pick {
+		switch pick := rng.IntN(19); pick {
 		case 0, 1, 2, 3, 4, 5:
 			if op, ok := w.randomSourceOp(rng, pick, value, breakable); ok {
 				return op
@@ -393,6 +436,16 @@ func (w *mcWorld) randomOp(rng *rand.Rand, breakable bool) mcOp {
 		case 15:
 			op := []string{"create-unmanaged", "delete-unmanaged"}[rng.IntN(2)]
 			return mcOp{Kind: op, Slot: rng.IntN(len(w.sources)), Entries: []string{"n" + strconv.Itoa(rng.IntN(poolSize))}}
+		case 16:
+			if slot := rng.IntN(poolSize); w.pool[slot].exists && !w.pool[slot].deleted {
+				return mcOp{Kind: "tenant-namespace", Slot: slot, Tier: randomTenant(rng)}
+			}
+		case 17:
+			if slot := rng.IntN(poolSize); w.pool[slot].exists && !w.pool[slot].deleted {
+				return mcOp{Kind: "accept-namespace", Slot: slot}
+			}
+		case 18:
+			return mcOp{Kind: "tenant-source-namespace", Tier: randomTenant(rng)}
 		}
 	}
 }
@@ -529,7 +582,7 @@ func (w *mcWorld) applyToNamespace(t *testing.T, op mcOp) {
 			return // still terminating
 		}
 		must(t, err)
-		ns.exists, ns.deleted, ns.tier, ns.ignored = true, false, w.tierOrEmpty(op.Tier), false
+		ns.exists, ns.deleted, ns.tier, ns.ignored, ns.tenant, ns.accepts = true, false, w.tierOrEmpty(op.Tier), false, "", false
 	case "label-namespace":
 		ns := w.pool[op.Slot]
 		ns.tier = w.tierOrEmpty(op.Tier)
@@ -537,16 +590,23 @@ func (w *mcWorld) applyToNamespace(t *testing.T, op mcOp) {
 	case "ignore-namespace":
 		ns := w.pool[op.Slot]
 		ns.ignored = !ns.ignored
-		if ns.ignored {
-			// Consent outranks a broken source: an Invalid source's replica leaves a
-			// namespace that stops admitting it.
-			w.forgetFrozen(func(obj mcObject) bool { return obj.namespace == ns.name })
-		}
 		w.patchNamespace(
 			t,
 			ns,
 			map[string]any{v1alpha1.IgnoreNamespaceLabel: harness.LabelValue(map[bool]string{true: v1alpha1.IgnoreNamespaceLabelValue}[ns.ignored])},
 		)
+	case "tenant-namespace":
+		ns := w.pool[op.Slot]
+		ns.tenant = w.tierOrEmpty(op.Tier)
+		w.patchNamespace(t, ns, map[string]any{tenantLabel: harness.LabelValue(ns.tenant)})
+	case "accept-namespace":
+		ns := w.pool[op.Slot]
+		ns.accepts = !ns.accepts
+		w.annotateNamespace(t, ns, map[string]any{v1alpha1.AcceptFromAnnotation: harness.LabelValue(map[bool]string{true: w.srcNS}[ns.accepts])})
+	case "tenant-source-namespace":
+		w.srcTenant = w.tierOrEmpty(op.Tier)
+		w.patch(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.srcNS}},
+			map[string]any{"metadata": map[string]any{"labels": map[string]any{tenantLabel: harness.LabelValue(w.srcTenant)}}})
 	case "delete-namespace":
 		ns := w.pool[op.Slot]
 		ns.deleted = true
@@ -557,6 +617,8 @@ func (w *mcWorld) applyToNamespace(t *testing.T, op mcOp) {
 	default:
 		t.Fatalf("unknown op %s", op)
 	}
+	// An Invalid source keeps its replicas only where they are still admitted.
+	w.dropUnadmitted()
 }
 
 // applyInTarget does an op on a replica or an unmanaged object in a target namespace.
@@ -705,8 +767,19 @@ func (w *mcWorld) patch(t *testing.T, obj client.Object, patch map[string]any) {
 // gone from the model.
 func (w *mcWorld) patchNamespace(t *testing.T, ns *mcNamespace, labels map[string]any) {
 	t.Helper()
+	w.patchNamespaceMetadata(t, ns, map[string]any{"labels": labels})
+}
+
+// annotateNamespace is patchNamespace for annotations.
+func (w *mcWorld) annotateNamespace(t *testing.T, ns *mcNamespace, annotations map[string]any) {
+	t.Helper()
+	w.patchNamespaceMetadata(t, ns, map[string]any{"annotations": annotations})
+}
+
+func (w *mcWorld) patchNamespaceMetadata(t *testing.T, ns *mcNamespace, metadata map[string]any) {
+	t.Helper()
 	err := harness.K8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.name}},
-		client.RawPatch(types.MergePatchType, harness.MustJSON(map[string]any{"metadata": map[string]any{"labels": labels}})))
+		client.RawPatch(types.MergePatchType, harness.MustJSON(map[string]any{"metadata": metadata})))
 	if apierrors.IsNotFound(err) {
 		ns.exists, ns.deleted = false, false
 		return
