@@ -41,9 +41,10 @@ type contentEntry[T desired.Object] struct {
 	size            int64
 }
 
-// defaultSourceContentBytes bounds the sources held between passes: the 100 largest
-// ConfigMaps (1 MiB each) would not fit, and need not: a source not held is read again.
-const defaultSourceContentBytes = 64 << 20
+// defaultSourceContentBytes bounds the sources held between passes: a few dozen
+// ConfigMaps near their 1 MiB limit, or thousands of ordinary ones. A source not held is
+// read again from the API server by its next pass, which costs a read, never a write.
+const defaultSourceContentBytes = 32 << 20
 
 func newSourceContents[T desired.Object](kind desired.Kind[T], reader client.Reader, limit int64) *sourceContents[T] {
 	return &sourceContents[T]{kind: kind, reader: reader, limit: limit, byKey: map[types.NamespacedName]*list.Element{}, lru: list.New()}
