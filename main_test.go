@@ -2,8 +2,12 @@ package main
 
 import (
 	"flag"
+	"io"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cmsync/cmsync/internal/policyflags"
 )
 
 func TestClientRateLimit(t *testing.T) {
@@ -55,5 +59,56 @@ func TestMalformedPolicyFlagsStopTheStart(t *testing.T) {
 	options, err := o.replicatorOptions()
 	if err != nil || options.Policy.TenantLabel != "capsule.clastix.io/tenant" || len(options.Policy.ReservedNames) != 2 {
 		t.Errorf("valid flags: %+v %v", options.Policy, err)
+	}
+}
+
+// kubectl cmsync reads the controller's flags from its Deployment's arguments
+// (policyflags.FromArgs): it must read them as this flag set does — the same defaults,
+// the same flags without a value, the same value for every argument list.
+func TestThePluginReadsTheFlagsAsTheControllerDoes(t *testing.T) {
+	fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
+	bindFlags(fs)
+	var bools []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			bools = append(bools, f.Name)
+		}
+	})
+	if !slices.Equal(slices.Sorted(slices.Values(bools)), slices.Sorted(slices.Values(policyflags.BoolFlags))) {
+		t.Errorf("the controller's flags without a value are %v, policyflags.BoolFlags says %v", bools, policyflags.BoolFlags)
+	}
+	read := slices.Concat(policyflags.All, policyflags.Kinds)
+	for _, f := range read {
+		if bound := fs.Lookup(f.Name); bound == nil || bound.DefValue != f.Default {
+			t.Errorf("policyflags.%s: --%s default %q, the controller's %+v", f.Name, f.Name, f.Default, bound)
+		}
+	}
+	for _, args := range [][]string{
+		nil,
+		{"--exclude-namespaces=kube-system", "--exclude-namespaces="},
+		{"--leader-elect", "--exclude-namespaces", "a,b", "-tenant-label=t", "--zap-devel", "--secrets=enabled"},
+		{"--metrics-bind-address", ":8080", "--reserved-names", "x", "--namespaces=a"},
+		{"--leader-elect=true", "--source-namespaces=p-*", "--", "--exclude-namespaces="},
+		{"--profiling", "positional", "--exclude-namespaces="},
+		{"--exclude-namespaces=", "--metrics-secure", "--configmapsync", "disabled", "-secretsync=enabled"},
+		{"--max-replicated-bytes=2Gi", "-"},
+		{"--exclude-namespaces"},
+		{"---exclude-namespaces=x"},
+		{"--=x"},
+	} {
+		fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		bindFlags(fs)
+		parseErr := fs.Parse(args)
+		values, err := policyflags.FromArgs(args)
+		if (parseErr == nil) != (err == nil) {
+			t.Errorf("%q: the controller's parse %v, the plugin's %v", args, parseErr, err)
+			continue
+		}
+		for _, f := range read {
+			if err == nil && values[f.Name] != fs.Lookup(f.Name).Value.String() {
+				t.Errorf("%q: --%s is %q to the controller, %q to the plugin", args, f.Name, fs.Lookup(f.Name).Value.String(), values[f.Name])
+			}
+		}
 	}
 }

@@ -1,16 +1,16 @@
 // Package cli is kubectl-cmsync, the kubectl plugin for the people who operate cmsync:
 // status lists every source and how it is doing, explain says why a namespace has or
-// lacks a replica, and preview shows what a change of a source would do before it is
-// made. It reads the cluster and never writes to it; every decision comes from
-// replicator/desired, the controller's own pure functions.
+// lacks a replica, preview shows what a change of a source would do before it is made,
+// and migrate moves another replicator's sources and copies onto cmsync. It reads the
+// cluster and writes to it only for migrate --apply; every decision comes from
+// replicator/desired, the controller's own pure functions, under the controller's
+// policy as read from the cmsync release it is pointed at (controller.go).
 package cli
 
 import (
 	"context"
 	"fmt"
-	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
-	"github.com/cmsync/cmsync/internal/policyflags"
 	"github.com/cmsync/cmsync/replicator/desired"
 )
 
@@ -167,44 +166,4 @@ func syncs[T desired.Object](ctx context.Context, c cluster, kind desired.Kind[T
 		return nil, fmt.Errorf("listing %ss: %w", kind.NewSync().SyncSpec().Kind, err)
 	}
 	return list.Syncs(), nil
-}
-
-// controllerPolicy is the policy of the cmsync controller running in the cluster, read
-// from the arguments of its Deployment (the chart's label app.kubernetes.io/name=cmsync):
-// the plugin must decide as the controller does, and the controller's flags are where
-// its policy is set. Without such a Deployment it is the binary's defaults, and where
-// says so.
-func (c cluster) controllerPolicy(ctx context.Context) (policy desired.Policy, where string, err error) {
-	args := policyflags.Defaults()
-	where = "no cmsync Deployment found (label app.kubernetes.io/name=cmsync): the controller's default flags"
-	var deployments appsv1.DeploymentList
-	if err := c.client.List(ctx, &deployments, client.MatchingLabels{"app.kubernetes.io/name": "cmsync"}); err != nil {
-		return desired.Policy{}, "", fmt.Errorf("finding the cmsync Deployment: %w", err)
-	}
-	for _, d := range deployments.Items {
-		for _, container := range d.Spec.Template.Spec.Containers {
-			if container.Name != "cmsync" {
-				continue
-			}
-			readFlags(container.Args, args)
-			where = fmt.Sprintf("the flags of Deployment %s/%s", d.Namespace, d.Name)
-		}
-	}
-	policy, err = args.Policy()
-	return policy, where, err
-}
-
-// readFlags takes the values of the flags named in into from args ("--name=value" or
-// "--name value").
-func readFlags(args []string, into map[string]string) {
-	for i, arg := range args {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
-		if _, wanted := into[name]; !wanted || !strings.HasPrefix(arg, "-") {
-			continue
-		}
-		if !hasValue && i+1 < len(args) {
-			value = args[i+1]
-		}
-		into[name] = value
-	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,20 +19,46 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/internal/policyflags"
-	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // options are the flags every command shares: kubectl's connection flags, the output
-// format, and overrides of the controller's policy.
+// format, the cmsync release whose controller's policy the commands decide with, and
+// overrides of that policy.
 type options struct {
 	loading   *clientcmd.ClientConfigLoadingRules
 	overrides clientcmd.ConfigOverrides
 	output    string
+	// controller is the release the policy is read from.
+	controller controllerRef
 	// policy holds the policy flags this command was given, by name: overrides of the
 	// controller's (policyflags).
 	policy map[string]*string
 	flags  *pflag.FlagSet
 }
+
+// rootHelp is kubectl cmsync's help: where it learns the controller's policy.
+const rootHelp = `kubectl cmsync inspects cmsync, and moves another replicator's copies onto it.
+
+It decides with the controller's own code, under the controller's policy (the flags
+--namespaces, --exclude-namespaces, --source-namespaces, --max-replicated-bytes,
+--reserved-names, --tenant-label, and --secrets, --configmapsync, --secretsync). It reads
+them from the cmsync release in --controller-namespace (default cmsync-system): the
+Deployment there labelled app.kubernetes.io/name=cmsync and app.kubernetes.io/instance,
+as the chart labels it, container cmsync. It reads Deployments in that namespace only
+(get and list there suffice) and never believes a Deployment elsewhere, which anyone who
+may create Deployments in a namespace of theirs could label so. Every answer says where
+its policy came from.
+
+  - More than one release in the namespace: every command refuses until
+    --controller-name names the Deployment.
+  - No release there, or one you may not read: explain, preview and migrate without
+    --apply go on with the binary's defaults (and any policy flags given), and say in
+    their answer that this is NOT the controller's policy; migrate --apply refuses.
+  - Policy flags given to the plugin replace the release's values for explain, preview
+    and migrate without --apply (to try another policy); migrate --apply refuses any
+    that would change the controller's.
+
+status reads only what the controller wrote on the sources, and needs no policy.`
 
 // NewCommand is `kubectl cmsync`.
 func NewCommand(out io.Writer) *cobra.Command {
@@ -40,6 +66,7 @@ func NewCommand(out io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "kubectl-cmsync",
 		Short:         "Inspect cmsync: every source's status, why a namespace has or lacks a replica, what a change would do",
+		Long:          rootHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -47,9 +74,14 @@ func NewCommand(out io.Writer) *cobra.Command {
 	flags.StringVar(&o.loading.ExplicitPath, "kubeconfig", "", "Path to the kubeconfig file.")
 	clientcmd.BindOverrideFlags(&o.overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
 	flags.StringVarP(&o.output, "output", "o", "", "Output format: json or yaml (default: a table).")
+	flags.StringVar(&o.controller.namespace, "controller-namespace", DefaultControllerNamespace,
+		"Namespace of the cmsync release whose Deployment's flags are the controller's policy (the plugin reads Deployments there, and nowhere else).")
+	flags.StringVar(&o.controller.name, "controller-name", "",
+		"Name of the release's Deployment in --controller-namespace, where several releases share it (default: the only one there).")
 	o.policy, o.flags = map[string]*string{}, flags
 	for _, f := range policyflags.All {
-		o.policy[f.Name] = flags.String(f.Name, "", fmt.Sprintf("The controller's --%s (default: read from its Deployment; else %q).", f.Name, f.Default))
+		o.policy[f.Name] = flags.String(f.Name, "", fmt.Sprintf(
+			"In place of the controller's --%s, read from its release (without one: %q); not with migrate --apply, unless the same.", f.Name, f.Default))
 	}
 	root.AddCommand(o.statusCommand(out), o.explainCommand(out), o.previewCommand(out), o.migrateCommand(out))
 	return root
@@ -109,21 +141,21 @@ func (o *options) explainCommand(out io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			policy, where, err := o.controllerPolicy(cmd.Context(), c)
+			controller, err := o.controllerView(cmd, c, false)
 			if err != nil {
 				return err
 			}
-			e, err := explain(cmd.Context(), c, k, args[0], in, policy)
+			e, err := explain(cmd.Context(), c, k, args[0], in, controller.policy)
 			if err != nil {
 				return err
 			}
-			e.Policy = where
+			e.Policy = controller.where
 			return o.print(out, e, func(w io.Writer) {
+				printf(w, "%s (controller policy from %s)\n", e.Source, e.Policy)
 				if e.Invalid != "" {
-					printf(w, "%s is Invalid: %s\ncmsync changes nothing for it until it is fixed.\n", e.Source, e.Invalid)
+					printf(w, "Invalid: %s\ncmsync changes nothing for it until it is fixed.\n", e.Invalid)
 					return
 				}
-				printf(w, "%s (controller policy from %s)\n", e.Source, e.Policy)
 				printf(w, "NAMESPACE\tREPLICA\tWANTED\tRULE\tNOW"+"\n")
 				for _, r := range e.Rows {
 					printf(w, "%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Replica, yesNo(r.Wanted), r.Rule, r.Now)
@@ -152,7 +184,7 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			policy, where, err := o.controllerPolicy(cmd.Context(), c)
+			controller, err := o.controllerView(cmd, c, false)
 			if err != nil {
 				return err
 			}
@@ -169,11 +201,11 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := previewOf(cmd.Context(), c, changed, policy)
+			p, err := previewOf(cmd.Context(), c, changed, controller.policy)
 			if err != nil {
 				return err
 			}
-			p.Policy = where
+			p.Policy = controller.where
 			return o.print(out, p, func(w io.Writer) { printPreview(w, p) })
 		},
 	}
@@ -185,7 +217,7 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 
 func printPreview(w io.Writer, p Preview) {
 	if p.Invalid != "" {
-		printf(w, "%s would be Invalid: %s\ncmsync would change nothing and say so in its status.\n", p.Source, p.Invalid)
+		printf(w, "%s (controller policy from %s) would be Invalid: %s\ncmsync would change nothing and say so in its status.\n", p.Source, p.Policy, p.Invalid)
 		return
 	}
 	outside := ""
@@ -234,21 +266,34 @@ func (o *options) connect() (cluster, string, error) {
 	return cluster{client: c}, namespace, nil
 }
 
-// controllerPolicy is the controller's policy: when this command is given any policy
-// flag, those flags over the controller's defaults; else read from the cluster.
-func (o *options) controllerPolicy(ctx context.Context, c cluster) (desired.Policy, string, error) {
-	values, given := policyflags.Defaults(), []string{}
-	for _, f := range policyflags.All {
-		if o.flags.Changed(f.Name) {
-			values[f.Name] = *o.policy[f.Name]
-			given = append(given, "--"+f.Name)
+// controllerView reads the controller's policy from the release the options point at,
+// with the policy flags this command was given (decideController), for a command that
+// writes (apply) or only reads. When it is not the controller's, it also warns on the
+// command's standard error, beside what its answer says.
+func (o *options) controllerView(cmd *cobra.Command, c cluster, apply bool) (controllerView, error) {
+	if problems := validation.IsDNS1123Label(o.controller.namespace); len(problems) > 0 {
+		return controllerView{}, fmt.Errorf("--controller-namespace=%q: %s", o.controller.namespace, strings.Join(problems, "; "))
+	}
+	if o.controller.name != "" {
+		if problems := validation.IsDNS1123Subdomain(o.controller.name); len(problems) > 0 {
+			return controllerView{}, fmt.Errorf("--controller-name=%q: %s", o.controller.name, strings.Join(problems, "; "))
 		}
 	}
-	if len(given) == 0 {
-		return c.controllerPolicy(ctx)
+	given := policyflags.Values{}
+	for _, f := range policyflags.All {
+		if o.flags.Changed(f.Name) {
+			given[f.Name] = *o.policy[f.Name]
+		}
 	}
-	p, err := values.Policy()
-	return p, "this command's " + strings.Join(given, ", ") + " over the controller's defaults", err
+	read, err := c.readRelease(cmd.Context(), o.controller)
+	if err != nil {
+		return controllerView{}, err
+	}
+	view, err := decideController(read, given, apply)
+	if err == nil && view.unread != "" {
+		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "warning: NOT the controller's policy: %s; deciding with %s\n", view.unread, view.basis)
+	}
+	return view, err
 }
 
 // print writes v as JSON or YAML, or as the table table writes.

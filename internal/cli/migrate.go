@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/internal/migrate"
-	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // Migration is `kubectl cmsync migrate`'s answer: what moving each peer source onto
@@ -45,15 +45,18 @@ func (o *options) migrateCommand(out io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			policy, where, err := o.controllerPolicy(cmd.Context(), c)
+			controller, err := o.controllerView(cmd, c, apply)
 			if err != nil {
 				return err
 			}
-			m, err := planMigration(cmd.Context(), c, policy)
+			m, err := planMigration(cmd.Context(), c, migrate.Controller{
+				Policy: controller.policy, Secrets: controller.runs.Secrets,
+				ConfigMapSyncs: controller.runs.ConfigMapSyncs, SecretSyncs: controller.runs.SecretSyncs,
+			})
 			if err != nil {
 				return err
 			}
-			m.Policy = where
+			m.Policy = controller.where
 			if apply {
 				applyMigration(cmd.Context(), c, &m)
 			}
@@ -66,13 +69,14 @@ func (o *options) migrateCommand(out io.Writer) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&apply, "apply", false, "Write the migration (default: show it and write nothing).")
+	cmd.Flags().BoolVar(&apply, "apply", false,
+		"Write the migration (default: show it and write nothing); only under the controller's policy as read from its release (--controller-namespace), else refused.")
 	return cmd
 }
 
 // planMigration reads the metadata of every ConfigMap and Secret (never a value) and
-// every namespace, and plans the moves.
-func planMigration(ctx context.Context, c cluster, policy desired.Policy) (Migration, error) {
+// every namespace, and plans the moves for the controller as read.
+func planMigration(ctx context.Context, c cluster, controller migrate.Controller) (Migration, error) {
 	var m Migration
 	namespaces, err := c.namespaces(ctx)
 	if err != nil {
@@ -93,7 +97,7 @@ func planMigration(ctx context.Context, c cluster, policy desired.Policy) (Migra
 			objects = append(objects, migrate.Object{Kind: kind, PartialObjectMetadata: &list.Items[i]})
 		}
 	}
-	m.Moves = migrate.Plan(objects, namespaces, policy)
+	m.Moves = migrate.Plan(objects, namespaces, controller)
 	return m, nil
 }
 
@@ -131,11 +135,21 @@ func applyMigration(ctx context.Context, c cluster, m *Migration) {
 func applyForm(ctx context.Context, c cluster, move migrate.Move) (migrate.Move, error) {
 	explicit := move.Explicit()
 	if explicit == nil {
-		patch := map[string]any{"metadata": map[string]any{
+		// Written onto the version planned from, or not at all: the copies taken over
+		// next are those of the form as planned.
+		metadata := map[string]any{
 			"labels":      map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue},
 			"annotations": move.Annotations,
-		}}
-		if err := mergePatch(ctx, c, move.Kind, move.Source, patch); err != nil {
+		}
+		if version := move.SourceVersion(); version != "" {
+			metadata["resourceVersion"] = version
+		}
+		patch := map[string]any{"metadata": metadata}
+		err := mergePatch(ctx, c, move.Kind, move.Source, patch)
+		if apierrors.IsConflict(err) {
+			return move, fmt.Errorf("annotating %s %s: it changed since it was read: run migrate again", move.Kind, move.Source)
+		}
+		if err != nil {
 			return move, fmt.Errorf("annotating %s %s: %w", move.Kind, move.Source, err)
 		}
 		return move, nil
@@ -147,8 +161,11 @@ func applyForm(ctx context.Context, c cluster, move migrate.Move) (migrate.Move,
 		if err := c.client.Get(ctx, client.ObjectKeyFromObject(explicit), existing); err != nil {
 			return move, err
 		}
-		if existing.SyncSpec().Source() != move.Source {
-			return move, fmt.Errorf("%s %s exists and names another source, %s", kind, existing.GetName(), existing.SyncSpec().Source())
+		// Its copies are taken over as replicas of the existing object: only where its
+		// spec is the one planned are they among its targets.
+		if !equality.Semantic.DeepEqual(existing.SyncSpec(), explicit.SyncSpec()) {
+			return move, fmt.Errorf("%s %s exists with another spec than the migration's; nothing of %s %s taken over: compare them, "+
+				"delete or fix it, and run migrate again", kind, existing.GetName(), move.Kind, move.Source)
 		}
 		return move.Created(existing), nil
 	}

@@ -51,6 +51,9 @@ type Move struct {
 	New []string `json:"new,omitempty"`
 	// owner is whose replicas the taken-over copies become.
 	owner desired.Owner
+	// sourceVersion is the resourceVersion of the source as planned (annotation form):
+	// its annotations are written only onto that version (SourceVersion).
+	sourceVersion string
 }
 
 // Copy is one of a peer's copies.
@@ -61,24 +64,60 @@ type Copy struct {
 	Why       string    `json:"why,omitempty"`
 }
 
+// SourceVersion is the resourceVersion of the source the annotation form was planned
+// from; "" for the explicit form, which does not change the source.
+func (m Move) SourceVersion() string { return m.sourceVersion }
+
 // Markers are the labels, annotation and owner reference that taking over a copy
 // writes onto it (desired.ReplicaMarkers).
 func (m Move) Markers() (labels, annotations map[string]string, ref *metav1.OwnerReference) {
 	return desired.ReplicaMarkers(m.owner)
 }
 
+// Controller is what Plan knows of the controller that keeps the copies once they are
+// taken over: its policy, and which kinds and explicit forms it runs at all. A copy is
+// taken over only where this controller would keep it as its replica.
+type Controller struct {
+	Policy desired.Policy
+	// Secrets: it replicates Secrets; ConfigMapSyncs, SecretSyncs: it runs the
+	// explicit form's controller.
+	Secrets, ConfigMapSyncs, SecretSyncs bool
+}
+
+// refusal says why the controller would keep no replica of a source of kind in the
+// explicit form (nil: the annotation form), or "".
+func (c Controller) refusal(kind string, explicit v1alpha1.Sync) string {
+	switch {
+	case kind == (desired.SecretKind{}).Name() && !c.Secrets:
+		return "cmsync runs with --secrets=disabled: it keeps no Secret as a replica, and a copy taken over would be one that no " +
+			"controller keeps and the admission policy lets no one change; enable Secrets (chart value secrets.enabled=true) first"
+	case explicit == nil:
+		return ""
+	case explicit.SyncSpec().Kind == v1alpha1.ConfigMapSyncKind && !c.ConfigMapSyncs:
+		return "cmsync runs with --configmapsync=disabled: no controller would keep the copies as replicas of a ConfigMapSync; " +
+			"enable it (chart value controller.configMapSync) first"
+	case explicit.SyncSpec().Kind == v1alpha1.SecretSyncKind && !c.SecretSyncs:
+		return "cmsync runs with --secretsync=disabled: no controller would keep the copies as replicas of a SecretSync; " +
+			"enable it (chart value controller.secretSync) first"
+	}
+	return ""
+}
+
 // Plan decides a Move for every source of a peer among objects, with the namespaces
-// and the controller's policy, as the controller would then act.
-func Plan(objects []Object, namespaces []desired.Namespace, policy desired.Policy) []Move {
+// and the controller's policy, as the controller would then act. Every copy it takes
+// over is one the controller keeps as a replica: tied to the source by the peer's own
+// markers, of the replica's name, in one of the targets desired.Resolve gives the
+// source under the controller's policy, of a kind and form the controller runs.
+func Plan(objects []Object, namespaces []desired.Namespace, controller Controller) []Move {
 	copies := indexCopies(objects)
 	var moves []Move
 	for _, obj := range objects {
 		if desired.IsReplica(obj) {
 			continue
 		}
-		moves = append(moves, pushMoves(obj, copies, namespaces, policy)...)
+		moves = append(moves, pushMoves(obj, copies, namespaces, controller)...)
 	}
-	moves = append(moves, pullMoves(objects, namespaces, policy)...)
+	moves = append(moves, pullMoves(objects, namespaces, controller)...)
 	slices.SortFunc(moves, func(a, b Move) int {
 		return strings.Compare(a.Kind+"/"+a.Source.String()+"/"+a.Peer, b.Kind+"/"+b.Source.String()+"/"+b.Peer)
 	})

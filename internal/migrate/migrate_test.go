@@ -77,6 +77,11 @@ func reflectorCopy(source, auto string) map[string]string {
 	}
 }
 
+// runningAll is a controller with policy that runs Secrets and both explicit forms.
+func runningAll(policy desired.Policy) Controller {
+	return Controller{Policy: policy, Secrets: true, ConfigMapSyncs: true, SecretSyncs: true}
+}
+
 func namespacesOf(names ...string) []desired.Namespace {
 	out := make([]desired.Namespace, 0, len(names))
 	for _, n := range names {
@@ -107,7 +112,7 @@ func namespacesIn(copies []Copy) []string {
 
 func TestPlanTranslatesEachPeer(t *testing.T) {
 	policy := desired.Policy{ExcludeNamespaces: []string{"kube-system"}, SourceNamespaces: []string{"*"}}
-	moves := Plan(peersWorld(), namespacesOf("platform", "registry", "team-a", "team-b", "app-1", "other", "shop", "kube-system"), policy)
+	moves := Plan(peersWorld(), namespacesOf("platform", "registry", "team-a", "team-b", "app-1", "other", "shop", "kube-system"), runningAll(policy))
 
 	push := moveOf(t, moves, "ConfigMap", "platform/ca", Replicator)
 	if push.Annotations[v1alpha1.TargetNamespacesAnnotation] != "team-a,team-*" || push.Refused != "" {
@@ -160,7 +165,7 @@ func TestPlanTranslatesEachPeer(t *testing.T) {
 
 // A reflector mirror the source does not allow is left, and nothing is created for it.
 func TestPlanLeavesWhatThePeerDoesNotFill(t *testing.T) {
-	moves := Plan(peersWorld(), namespacesOf("platform", "team-a", "team-b", "shop"), desired.Policy{SourceNamespaces: []string{"*"}})
+	moves := Plan(peersWorld(), namespacesOf("platform", "team-a", "team-b", "shop"), runningAll(desired.Policy{SourceNamespaces: []string{"*"}}))
 	mirrors := 0
 	for _, m := range moves {
 		if m.Peer != Reflector || m.Annotations != nil {
@@ -194,7 +199,7 @@ func TestGlobsOf(t *testing.T) {
 }
 
 func TestMarkersMakeAReplicaOfTheMove(t *testing.T) {
-	moves := Plan(peersWorld(), namespacesOf("platform", "team-a", "team-b"), desired.Policy{SourceNamespaces: []string{"*"}})
+	moves := Plan(peersWorld(), namespacesOf("platform", "team-a", "team-b"), runningAll(desired.Policy{SourceNamespaces: []string{"*"}}))
 	m := moveOf(t, moves, "ConfigMap", "platform/ca", Replicator)
 	labels, annotations, ref := m.Markers()
 	copied := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ca", Labels: labels, Annotations: annotations}}

@@ -26,7 +26,7 @@ type pullGroup struct {
 }
 
 // pullMoves translates the peers' pull forms into ConfigMapSyncs and SecretSyncs.
-func pullMoves(objects []Object, namespaces []desired.Namespace, policy desired.Policy) []Move {
+func pullMoves(objects []Object, namespaces []desired.Namespace, controller Controller) []Move {
 	sources := map[string]Object{}
 	for _, obj := range objects {
 		sources[obj.Kind+"|"+key(obj).String()] = obj
@@ -54,7 +54,7 @@ func pullMoves(objects []Object, namespaces []desired.Namespace, policy desired.
 	}
 	moves := make([]Move, 0, len(order))
 	for _, id := range order {
-		moves = append(moves, groups[id].move(namespaces, policy))
+		moves = append(moves, groups[id].move(namespaces, controller))
 	}
 	return moves
 }
@@ -73,7 +73,7 @@ func isPull(peer string, obj Object) bool {
 
 // move is the explicit object that says what the group's peer did: copy the source,
 // under the group's name, into the namespaces of the copies the peer fills.
-func (g *pullGroup) move(namespaces []desired.Namespace, policy desired.Policy) Move {
+func (g *pullGroup) move(namespaces []desired.Namespace, controller Controller) Move {
 	m := Move{Peer: g.peer, Kind: g.kind, Source: key(g.source)}
 	if !g.found {
 		m.Refused = fmt.Sprintf("the source %s %s its copies name does not exist", g.kind, m.Source)
@@ -96,14 +96,19 @@ func (g *pullGroup) move(namespaces []desired.Namespace, policy desired.Policy) 
 	explicit := g.explicit(filled)
 	m.setExplicit(explicit)
 	m.Dropped = dropped(g.peer, g.source)
-	owner, name, targets, invalid := resolve(g.kind, m.Source, g.source, explicit, namespaces, policy)
-	if invalid != nil {
-		m.Refused = "cmsync would refuse it: " + invalid.Error()
+	if why := controller.refusal(g.kind, explicit); why != "" {
+		m.Refused = why
 		m.setExplicit(nil)
 		return m
 	}
-	m.owner = owner
-	m.classify(copies, name, targets, nil)
+	r := resolve(g.kind, m.Source, g.source, explicit, namespaces, controller.Policy)
+	if r.invalid != nil {
+		m.Refused = "cmsync would refuse it: " + r.invalid.Error()
+		m.setExplicit(nil)
+		return m
+	}
+	m.owner = r.owner
+	m.classify(copies, r, nil)
 	return m
 }
 

@@ -128,7 +128,7 @@ func targetAnnotations(patterns, selector string) (map[string]string, error) {
 
 // pushMoves is the Move of obj's push forms: none, one, or a refusal when two peers'
 // forms on it disagree.
-func pushMoves(obj Object, idx copyIndex, namespaces []desired.Namespace, policy desired.Policy) []Move {
+func pushMoves(obj Object, idx copyIndex, namespaces []desired.Namespace, controller Controller) []Move {
 	forms := pushForms(obj)
 	if len(forms) == 0 {
 		return nil
@@ -150,20 +150,24 @@ func pushMoves(obj Object, idx copyIndex, namespaces []desired.Namespace, policy
 		m.Refused, m.Annotations = first.err.Error(), nil
 		return []Move{m}
 	}
+	if why := controller.refusal(obj.Kind, nil); why != "" {
+		m.Refused, m.Annotations = why, nil
+		return []Move{m}
+	}
 	as := obj.DeepCopy()
 	as.SetLabels(withEntries(as.GetLabels(), map[string]string{v1alpha1.ReplicateLabel: v1alpha1.ReplicateLabelValue}))
 	as.SetAnnotations(withEntries(as.GetAnnotations(), m.Annotations))
-	owner, name, targets, invalid := resolve(obj.Kind, key(obj), as, nil, namespaces, policy)
-	if invalid != nil {
-		m.Refused = "cmsync would refuse it: " + invalid.Error()
+	r := resolve(obj.Kind, key(obj), as, nil, namespaces, controller.Policy)
+	if r.invalid != nil {
+		m.Refused = "cmsync would refuse it: " + r.invalid.Error()
 		return []Move{m}
 	}
 	var tied []Object
 	for _, f := range forms {
 		tied = append(tied, tiedCopies(f.peer, obj, idx)...)
 	}
-	m.owner = owner
-	m.classify(tied, name, targets, idx.all[obj.Kind+"/"+name])
+	m.owner, m.sourceVersion = r.owner, obj.GetResourceVersion()
+	m.classify(tied, r, idx.all[obj.Kind+"/"+r.name])
 	return []Move{m}
 }
 
@@ -205,10 +209,13 @@ func onlyPushSourceFor(copy, src Object, idx copyIndex) bool {
 
 // classify sorts the tied copies into those cmsync takes over (replica name, in a
 // target) and those left alone; others of the replica name in a target are left (a
-// conflict cmsync reports); the targets with no such object get a new replica.
-func (m *Move) classify(tied []Object, name string, targets []string, named []Object) {
+// conflict cmsync reports); the targets with no such object get a new replica. Only
+// the targets of r, desired.Resolve's under the controller's policy, are taken over
+// into: a copy anywhere else would be a replica the controller deletes as stale.
+func (m *Move) classify(tied []Object, r resolved, named []Object) {
+	name := r.name
 	isTarget := map[string]bool{}
-	for _, ns := range targets {
+	for _, ns := range r.targets {
 		isTarget[ns] = true
 	}
 	taken := map[types.UID]bool{}
@@ -219,7 +226,7 @@ func (m *Move) classify(tied []Object, name string, targets []string, named []Ob
 		case c.GetName() != name:
 			m.Left = append(m.Left, copyOf(c, "cmsync's replicas of this source are named "+name))
 		case !isTarget[c.GetNamespace()]:
-			m.Left = append(m.Left, copyOf(c, "not a target of the source under cmsync's rules"))
+			m.Left = append(m.Left, copyOf(c, "not a target of the source under cmsync's rules: "+r.why(c.GetNamespace())))
 		default:
 			m.TakeOver = append(m.TakeOver, copyOf(c, ""))
 			taken[c.GetUID()] = true
@@ -230,7 +237,7 @@ func (m *Move) classify(tied []Object, name string, targets []string, named []Ob
 			m.Left = append(m.Left, copyOf(c, "not tied to this source by the peer's markers: cmsync reports a conflict there and leaves it"))
 		}
 	}
-	m.markNew(targets, name, named)
+	m.markNew(r.targets, name, named)
 }
 
 func key(obj Object) types.NamespacedName {
@@ -246,16 +253,40 @@ func withEntries(have, add map[string]string) map[string]string {
 	return out
 }
 
+// resolved is what the controller decides about a source (desired.Resolve): the owner
+// of its replicas, their name and its target namespaces, or why it refuses the source.
+type resolved struct {
+	owner   desired.Owner
+	name    string
+	targets []string
+	invalid error
+	// why says which rule keeps a namespace out of the targets.
+	why func(namespace string) string
+}
+
 // resolve decides, as the controller does (desired.Resolve), the owner, the replica
 // name and the target namespaces of a source of kind from its metadata (meta; nil
 // when it does not exist) and, for the explicit form, the object naming it.
-func resolve(kind string, source types.NamespacedName, meta metav1.Object, sync v1alpha1.Sync, namespaces []desired.Namespace, policy desired.Policy) (
-	owner desired.Owner, name string, targets []string, invalid error,
-) {
+func resolve(kind string, source types.NamespacedName, meta metav1.Object, sync v1alpha1.Sync, namespaces []desired.Namespace, policy desired.Policy) resolved {
+	var r resolved
+	var spec desired.TargetSpec
+	var origin desired.Origin
 	if kind == (desired.SecretKind{}).Name() {
 		i := desired.Resolve(desired.SecretKind{}, desired.Source[*corev1.Secret]{Key: source, Meta: meta, Sync: sync}, namespaces, policy)
-		return i.Owner, i.ReplicaName, i.Targets.Namespaces, i.Invalid
+		r = resolved{owner: i.Owner, name: i.ReplicaName, targets: i.Targets.Namespaces, invalid: i.Invalid}
+		spec, origin = i.Spec, i.Origin
+	} else {
+		i := desired.Resolve(desired.ConfigMapKind{}, desired.Source[*corev1.ConfigMap]{Key: source, Meta: meta, Sync: sync}, namespaces, policy)
+		r = resolved{owner: i.Owner, name: i.ReplicaName, targets: i.Targets.Namespaces, invalid: i.Invalid}
+		spec, origin = i.Spec, i.Origin
 	}
-	i := desired.Resolve(desired.ConfigMapKind{}, desired.Source[*corev1.ConfigMap]{Key: source, Meta: meta, Sync: sync}, namespaces, policy)
-	return i.Owner, i.ReplicaName, i.Targets.Namespaces, i.Invalid
+	r.why = func(namespace string) string {
+		for _, ns := range namespaces {
+			if ns.Name == namespace {
+				return desired.ExplainTarget(spec, origin, ns, policy).Rule
+			}
+		}
+		return "the namespace was not found"
+	}
+	return r
 }

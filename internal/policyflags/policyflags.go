@@ -1,13 +1,16 @@
 // Package policyflags declares, once, the controller's flags that make its policy
 // (desired.Policy): where sources may live, where replicas may go, what they may weigh,
 // which names are never written, the tenant boundary and the namespaces cmsync serves. The controller binds them;
-// kubectl cmsync reads the same flags from the controller's Deployment, so that both
-// decide from one policy with the same defaults.
+// kubectl cmsync reads the same flags from the controller's Deployment (FromArgs), so
+// that both decide from one policy with the same defaults, and with them the flags that
+// say which kinds and forms the controller runs at all (Runs).
 package policyflags
 
 import (
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -48,16 +51,77 @@ var (
 // All are the policy flags, in the order they are documented.
 var All = []Flag{Namespaces, ExcludeNamespaces, SourceNamespaces, MaxReplicatedBytes, ReservedNames, TenantLabel}
 
-// Values are the policy flags' values by name.
+// The controller's flags that say which kinds and explicit forms it runs at all. main.go
+// binds them (main_test.go checks that names and defaults agree); kubectl cmsync reads
+// them because a copy taken over into a kind or form the controller does not run would
+// be a replica that no controller keeps.
+var (
+	Secrets       = Flag{"secrets", "disabled", "Replicate labelled Secrets too: enabled or disabled."}
+	ConfigMapSync = Flag{"configmapsync", "auto", "Run the ConfigMapSync controller: auto, enabled or disabled."}
+	SecretSync    = Flag{"secretsync", "auto", "Run the SecretSync controller (with --secrets=enabled): auto, enabled or disabled."}
+)
+
+// Kinds are the flags that say which kinds and forms the controller runs (Runs).
+var Kinds = []Flag{Secrets, ConfigMapSync, SecretSync}
+
+// BoolFlags are the controller's flags that take no value of their own ("--leader-elect",
+// never "--leader-elect true"): FromArgs must know them to tell a flag's value from the
+// argument after it. main_test.go checks the list against the controller's flag set.
+var BoolFlags = []string{"leader-elect", "metrics-secure", "profiling", "zap-devel"}
+
+// Values are the policy flags' values by name (and the Kinds flags', where read).
 type Values map[string]string
 
-// Defaults are the values of the flags when none is given.
+// Defaults are the values of the flags (All and Kinds) when none is given.
 func Defaults() Values {
 	v := Values{}
-	for _, f := range All {
+	for _, f := range slices.Concat(All, Kinds) {
 		v[f.Name] = f.Default
 	}
 	return v
+}
+
+// FromArgs reads the flags of All and Kinds from a controller's arguments as its flag
+// package (Go's flag.Parse) reads them: "-name" and "--name" alike, "--name=value" or
+// "--name value" (but for BoolFlags), the last of repeated flags wins, and parsing stops
+// at "--" or at the first argument that is no flag. Flags not given keep their
+// defaults. An error says why the arguments are ones the controller would not start
+// with, or ones whose values cannot be known from them: Kubernetes replaces $(VAR) in a
+// container's arguments with its environment, which the arguments alone do not say.
+func FromArgs(args []string) (Values, error) {
+	v := Defaults()
+	args = slices.Clone(args)
+	for i, arg := range args {
+		if strings.Contains(strings.ReplaceAll(arg, "$$", ""), "$(") {
+			return nil, fmt.Errorf("argument %q refers to the container's environment ($(VAR)): its value cannot be told from the arguments", arg)
+		}
+		args[i] = strings.ReplaceAll(arg, "$$", "$") // Kubernetes' escape of a literal $
+	}
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if len(arg) < 2 || arg[0] != '-' || arg == "--" {
+			break
+		}
+		name := strings.TrimPrefix(arg[1:], "-")
+		if name == "" || name[0] == '-' || name[0] == '=' {
+			return nil, fmt.Errorf("bad flag syntax: %s", arg)
+		}
+		name, value, hasValue := strings.Cut(name, "=")
+		if slices.Contains(BoolFlags, name) {
+			continue
+		}
+		if !hasValue {
+			if i+1 == len(args) {
+				return nil, fmt.Errorf("flag needs an argument: %s", arg)
+			}
+			i++
+			value = args[i]
+		}
+		if _, wanted := v[name]; wanted {
+			v[name] = value
+		}
+	}
+	return v, nil
 }
 
 // Bind defines the policy flags on fs; the values are read once fs is parsed.
@@ -104,5 +168,37 @@ func (v Values) Policy() (desired.Policy, error) {
 	return desired.Policy{
 		ExcludeNamespaces: exclude, SourceNamespaces: sources, MaxReplicatedBytes: budget.Value(),
 		ReservedNames: reserved, TenantLabel: tenantLabel, Scope: scope,
+	}, nil
+}
+
+// Runs says which kinds and explicit forms the controller runs.
+type Runs struct {
+	// Secrets: it replicates Secrets (--secrets=enabled).
+	Secrets bool
+	// ConfigMapSyncs, SecretSyncs: it runs the explicit form's controller (not
+	// --configmapsync=disabled; SecretSync also needs Secrets). "auto" counts as
+	// running: the form's objects exist only where its CRD is installed, and cmsync
+	// starts the form's controller once it is.
+	ConfigMapSyncs, SecretSyncs bool
+}
+
+// Runs parses the Kinds flags as the controller checks them; an error names the flag.
+func (v Values) Runs() (Runs, error) {
+	secrets := v[Secrets.Name]
+	if secrets != "enabled" && secrets != "disabled" {
+		return Runs{}, fmt.Errorf("--%s=%q: must be enabled or disabled", Secrets.Name, secrets)
+	}
+	for _, f := range []Flag{ConfigMapSync, SecretSync} {
+		if mode := v[f.Name]; mode != "auto" && mode != "enabled" && mode != "disabled" {
+			return Runs{}, fmt.Errorf("--%s=%q: must be auto, enabled or disabled", f.Name, mode)
+		}
+	}
+	if v[SecretSync.Name] == "enabled" && secrets != "enabled" {
+		return Runs{}, fmt.Errorf("--%s=enabled: SecretSync replicates Secrets, it needs --%s=enabled", SecretSync.Name, Secrets.Name)
+	}
+	return Runs{
+		Secrets:        secrets == "enabled",
+		ConfigMapSyncs: v[ConfigMapSync.Name] != "disabled",
+		SecretSyncs:    secrets == "enabled" && v[SecretSync.Name] != "disabled",
 	}, nil
 }

@@ -14,17 +14,26 @@ import (
 // Plugin runs kubectl-cmsync as the administrator and returns its standard output.
 func Plugin(t *testing.T, args ...string) string {
 	t.Helper()
+	stdout, stderr, err := PluginRun(t, args...)
+	if err != nil {
+		t.Fatalf("kubectl-cmsync %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return stdout
+}
+
+// PluginRun runs kubectl-cmsync as the administrator and returns its standard output,
+// its standard error and how it exited (an *exec.ExitError when it failed).
+func PluginRun(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
 	bin := os.Getenv("CMSYNC_PLUGIN")
 	if bin == "" {
 		t.Fatal("CMSYNC_PLUGIN is not set: run make e2e")
 	}
 	cmd := exec.Command(bin, append(args, "--kubeconfig", AdminKubeconfig)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl-cmsync %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
 }
 
 // PluginJSON runs kubectl-cmsync with -o json and decodes its answer into v.
