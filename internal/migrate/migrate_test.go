@@ -1,6 +1,8 @@
 package migrate
 
 import (
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -205,5 +207,42 @@ func TestMarkersMakeAReplicaOfTheMove(t *testing.T) {
 	copied := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "ca", Labels: labels, Annotations: annotations}}
 	if ref != nil || !m.owner.Owns(copied) {
 		t.Errorf("the markers %v %v make no replica of %s", labels, annotations, m.Source)
+	}
+}
+
+// The chart's admission policy admits a take-over that writes exactly these markers and
+// no other key (deploy/chart/cmsync/templates/admission.yaml, onlyMarkersAdded): the
+// managed-by and source-id labels, the source annotation, and for the explicit form one
+// controller reference to the ConfigMapSync or SecretSync, without blockOwnerDeletion.
+// Never cmsync.io/content-hash, from which cmsync would believe the copy in sync
+// without reading it.
+func TestMarkersAreWhatTheAdmissionPolicyAdmits(t *testing.T) {
+	moves := Plan(peersWorld(), namespacesOf("platform", "team-a", "team-b", "app-1", "registry"), desired.Policy{SourceNamespaces: []string{"*"}})
+	annotationForm := moveOf(t, moves, "ConfigMap", "platform/ca", Replicator)
+	pull := moveOf(t, moves, "Secret", "platform/db", Replicator)
+	if pull.Explicit() == nil {
+		t.Fatalf("the pull form makes no SecretSync: %+v", pull)
+	}
+	sync := pull.Explicit()
+	sync.SetUID("sync-uid")
+	for _, m := range []Move{annotationForm, pull.Created(sync)} {
+		labels, annotations, ref := m.Markers()
+		if !slices.Equal(slices.Sorted(maps.Keys(labels)), []string{v1alpha1.ManagedByLabel, v1alpha1.SourceIDLabel}) ||
+			labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue || !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(labels[v1alpha1.SourceIDLabel]) {
+			t.Errorf("%s %s: labels %v", m.Kind, m.Source, labels)
+		}
+		if len(annotations) != 1 || annotations[v1alpha1.SourceAnnotation] != m.Source.String() {
+			t.Errorf("%s %s: annotations %v", m.Kind, m.Source, annotations)
+		}
+		if m.Explicit() == nil {
+			if ref != nil {
+				t.Errorf("%s %s: the annotation form writes an owner reference %+v", m.Kind, m.Source, ref)
+			}
+			continue
+		}
+		if ref == nil || ref.APIVersion != v1alpha1.GroupVersion.String() || ref.Kind != m.Kind+"Sync" ||
+			ref.Controller == nil || !*ref.Controller || ref.BlockOwnerDeletion != nil || ref.UID != "sync-uid" {
+			t.Errorf("%s %s: owner reference %+v", m.Kind, m.Source, ref)
+		}
 	}
 }

@@ -30,6 +30,9 @@ import (
 // nothing; --apply, under the chart's admission policy, makes cmsync's form of each
 // source and takes over every tied copy in place: a watch on every copy sees no DELETE,
 // each keeps its uid, and cmsync then follows, repairs and cleans them up as its own.
+// The plugin runs as the cluster administrator, who may create ConfigMapSyncs: the
+// policy lets only such a user take a copy over (adversarial_admission_test.go has the
+// others tried).
 func TestMigrateTakesOverThePeersCopiesInPlace(t *testing.T) {
 	harness.StartController(t, "--secrets=enabled")
 	ctx := context.Background()
