@@ -217,7 +217,7 @@ func TestMarkersMakeAReplicaOfTheMove(t *testing.T) {
 // Never cmsync.io/content-hash, from which cmsync would believe the copy in sync
 // without reading it.
 func TestMarkersAreWhatTheAdmissionPolicyAdmits(t *testing.T) {
-	moves := Plan(peersWorld(), namespacesOf("platform", "team-a", "team-b", "app-1", "registry"), desired.Policy{SourceNamespaces: []string{"*"}})
+	moves := Plan(peersWorld(), namespacesOf("platform", "team-a", "team-b", "app-1", "registry"), runningAll(desired.Policy{SourceNamespaces: []string{"*"}}))
 	annotationForm := moveOf(t, moves, "ConfigMap", "platform/ca", Replicator)
 	pull := moveOf(t, moves, "Secret", "platform/db", Replicator)
 	if pull.Explicit() == nil {
