@@ -92,7 +92,13 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 // invalid handles a source cmsync will not act on: nothing is created because of it,
 // its replicas are kept where the namespaces still admit it (and deleted elsewhere:
 // consent outranks a broken source), and the problem is reported on the source.
-func (r *sourceReconciler[T]) invalid(ctx context.Context, src client.Object, owner desired.Owner, problem error, namespaces []desired.Namespace) (ctrl.Result, error) {
+func (r *sourceReconciler[T]) invalid(
+	ctx context.Context,
+	src client.Object,
+	owner desired.Owner,
+	problem error,
+	namespaces []desired.Namespace,
+) (ctrl.Result, error) {
 	admitting := desired.AdmittingNamespaces(r.policy.OriginOf(src.GetNamespace(), namespaces), namespaces, r.policy)
 	if _, err := r.engine.withdraw(ctx, owner, admitting); err != nil {
 		return ctrl.Result{}, err

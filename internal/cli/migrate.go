@@ -70,7 +70,7 @@ func (o *options) migrateCommand(out io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&apply, "apply", false,
-		"Write the migration (default: show it and write nothing); only under the controller's policy as read from its release (--controller-namespace), else refused.")
+		"Write the migration (default: show it and write nothing); only under the controller's policy read from its release (--controller-namespace).")
 	return cmd
 }
 

@@ -17,13 +17,14 @@ import (
 // can keep out: reflector's auto-reflection of platform/ca into every namespace, a
 // config-syncer Secret and a kubernetes-replicator pull copy (the ConfigMapSync form).
 func contestedWorld() ([]Object, []desired.Namespace) {
-	objects := []Object{
+	objects := make([]Object, 0, 16)
+	objects = append(objects,
 		object("ConfigMap", "platform", "ca", nil, map[string]string{reflectorAllowed: "true", reflectorAutoEnabled: "true"}),
 		object("Secret", "platform", "token", nil, map[string]string{syncerSync: ""}),
 		object("Secret", "team-a", "token", map[string]string{syncerOriginName: "token", syncerOriginNamespace: "platform"}, nil),
 		object("ConfigMap", "platform", "settings", nil, map[string]string{replicatorAllowed: "true", replicatorAllowedNamespaces: "team-.*"}),
 		object("ConfigMap", "team-a", "settings", nil, map[string]string{replicatorReplicateFrom: "platform/settings"}),
-	}
+	)
 	namespaces := []desired.Namespace{
 		{Name: "platform", Labels: map[string]string{"tenant": "a"}},
 		{Name: "team-a", Labels: map[string]string{"tenant": "a"}},

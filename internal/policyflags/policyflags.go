@@ -56,9 +56,16 @@ var All = []Flag{Namespaces, ExcludeNamespaces, SourceNamespaces, MaxReplicatedB
 // them because a copy taken over into a kind or form the controller does not run would
 // be a replica that no controller keeps.
 var (
-	Secrets       = Flag{"secrets", "disabled", "Replicate labelled Secrets too: enabled or disabled."}
-	ConfigMapSync = Flag{"configmapsync", "auto", "Run the ConfigMapSync controller: auto, enabled or disabled."}
-	SecretSync    = Flag{"secretsync", "auto", "Run the SecretSync controller (with --secrets=enabled): auto, enabled or disabled."}
+	Secrets       = Flag{"secrets", modeDisabled, "Replicate labelled Secrets too: enabled or disabled."}
+	ConfigMapSync = Flag{"configmapsync", modeAuto, "Run the ConfigMapSync controller: auto, enabled or disabled."}
+	SecretSync    = Flag{"secretsync", modeAuto, "Run the SecretSync controller (with --secrets=enabled): auto, enabled or disabled."}
+)
+
+// The values of the Kinds flags.
+const (
+	modeAuto     = "auto"
+	modeEnabled  = "enabled"
+	modeDisabled = "disabled"
 )
 
 // Kinds are the flags that say which kinds and forms the controller runs (Runs).
@@ -185,20 +192,20 @@ type Runs struct {
 // Runs parses the Kinds flags as the controller checks them; an error names the flag.
 func (v Values) Runs() (Runs, error) {
 	secrets := v[Secrets.Name]
-	if secrets != "enabled" && secrets != "disabled" {
+	if secrets != modeEnabled && secrets != modeDisabled {
 		return Runs{}, fmt.Errorf("--%s=%q: must be enabled or disabled", Secrets.Name, secrets)
 	}
 	for _, f := range []Flag{ConfigMapSync, SecretSync} {
-		if mode := v[f.Name]; mode != "auto" && mode != "enabled" && mode != "disabled" {
+		if mode := v[f.Name]; mode != modeAuto && mode != modeEnabled && mode != modeDisabled {
 			return Runs{}, fmt.Errorf("--%s=%q: must be auto, enabled or disabled", f.Name, mode)
 		}
 	}
-	if v[SecretSync.Name] == "enabled" && secrets != "enabled" {
+	if v[SecretSync.Name] == modeEnabled && secrets != modeEnabled {
 		return Runs{}, fmt.Errorf("--%s=enabled: SecretSync replicates Secrets, it needs --%s=enabled", SecretSync.Name, Secrets.Name)
 	}
 	return Runs{
-		Secrets:        secrets == "enabled",
-		ConfigMapSyncs: v[ConfigMapSync.Name] != "disabled",
-		SecretSyncs:    secrets == "enabled" && v[SecretSync.Name] != "disabled",
+		Secrets:        secrets == modeEnabled,
+		ConfigMapSyncs: v[ConfigMapSync.Name] != modeDisabled,
+		SecretSyncs:    secrets == modeEnabled && v[SecretSync.Name] != modeDisabled,
 	}, nil
 }

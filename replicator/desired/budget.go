@@ -41,9 +41,14 @@ func (p Policy) CheckWriteBudget(size int64, targets int) error {
 	if p.MaxReplicatedBytes <= 0 || total <= p.MaxReplicatedBytes {
 		return nil
 	}
-	return fmt.Errorf("the replicas would write %s (%s, data and metadata, in each of %d target namespaces), over the controller's --max-replicated-bytes of %s: "+
-		"narrow the targets or the keys, or raise the budget; existing replicas are kept",
-		bytesOf(total), bytesOf(size), targets, bytesOf(p.MaxReplicatedBytes))
+	return fmt.Errorf(
+		"the replicas would write %s (%s, data and metadata, in each of %d target namespaces), over the controller's --max-replicated-bytes of %s: "+
+			"narrow the targets or the keys, or raise the budget; existing replicas are kept",
+		bytesOf(total),
+		bytesOf(size),
+		targets,
+		bytesOf(p.MaxReplicatedBytes),
+	)
 }
 
 // bytesOf writes n in binary units, whole when exact (10Ki) and to a tenth otherwise

@@ -66,7 +66,19 @@ func TestTenantCannotFreezeAReplicaPastRevocation(t *testing.T) {
 	suffix := randomSuffix()
 	prefix, tenantA, tenantB := "frz"+suffix, "a"+suffix, "b"+suffix
 	inTenant := func(tenant string) map[string]string { return map[string]string{tenantLabel: tenant} }
-	home, kept, ignored := harness.NewNamespace(t, prefix, inTenant(tenantA)), harness.NewNamespace(t, prefix, inTenant(tenantA)), harness.NewNamespace(t, prefix, inTenant(tenantA))
+	home, kept, ignored := harness.NewNamespace(
+		t,
+		prefix,
+		inTenant(tenantA),
+	), harness.NewNamespace(
+		t,
+		prefix,
+		inTenant(tenantA),
+	), harness.NewNamespace(
+		t,
+		prefix,
+		inTenant(tenantA),
+	)
 	neighbour := harness.NewNamespace(t, prefix, inTenant(tenantB))
 	harness.DeleteSourcesAtEnd(t, []string{home})
 	acceptFrom(t, neighbour, home)

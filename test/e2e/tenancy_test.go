@@ -95,7 +95,11 @@ func TestTenantBoundary(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if msg := cm.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "1 of them has a cmsync.io/accept-from that cannot be parsed and accepts nothing") || strings.Contains(msg, b2) {
+		if msg := cm.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(
+			msg,
+			"1 of them has a cmsync.io/accept-from that cannot be parsed and accepts nothing",
+		) ||
+			strings.Contains(msg, b2) {
 			return fmt.Errorf("message %q", msg)
 		}
 		return nil

@@ -33,7 +33,9 @@ func TestWriteBudget(t *testing.T) {
 		cm.Annotations[v1alpha1.TargetNamespacesAnnotation] = a + "," + b + "," + c
 	})
 	invalid := waitForStatus(t, src, v1alpha1.StatusInvalid)
-	want := regexp.MustCompile(`^the replicas would write 12\.\d+Ki \(4\.\d+Ki, data and metadata, in each of 3 target namespaces\), over the controller's --max-replicated-bytes of 10Ki`)
+	want := regexp.MustCompile(
+		`^the replicas would write 12\.\d+Ki \(4\.\d+Ki, data and metadata, in each of 3 target namespaces\), over the controller's --max-replicated-bytes of 10Ki`,
+	)
 	if msg := invalid.Annotations[v1alpha1.MessageAnnotation]; !want.MatchString(msg) {
 		t.Errorf("message %q, want it to match %q", msg, want)
 	}

@@ -81,5 +81,12 @@ func TestConsentOutranksAMissingSource(t *testing.T) {
 func setAcceptFrom(t *testing.T, namespace, value string) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AcceptFromAnnotation, value)
-	must(t, k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, client.RawPatch(types.MergePatchType, []byte(patch))))
+	must(
+		t,
+		k8s.Patch(
+			context.Background(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}},
+			client.RawPatch(types.MergePatchType, []byte(patch)),
+		),
+	)
 }
