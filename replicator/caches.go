@@ -68,17 +68,20 @@ var routingAnnotations = []string{
 	v1alpha1.StatusAnnotation, v1alpha1.SyncedAnnotation, v1alpha1.MessageAnnotation, v1alpha1.LastSyncTimeAnnotation,
 }
 
-// maxRoutingValue bounds each annotation the cache keeps. A longer one is kept as
-// tooLongToRoute, which no target parser accepts: its source is then mapped to every
-// namespace's event, and its passes read the real value from the whole source.
+// maxRoutingValue bounds each target annotation the cache keeps, and maxStatusValue each
+// status annotation (cmsync writes none longer: desired's message is at most 1 KiB). A
+// longer one is kept as tooLongToRoute, which no target parser accepts: its source is
+// then routed by its replicas (findSourcesForNamespace), and its passes read the real
+// value from the whole source; a status that long is not cmsync's, and is written over.
 const (
 	maxRoutingValue = 4 << 10
+	maxStatusValue  = 1 << 10
 	tooLongToRoute  = "(too long to keep in the cache: read from the source)"
 )
 
 // sourceTransform reduces a labelled object's metadata to its identity, its deletion,
 // the replicate label and the routing annotations, so that what a user labels costs
-// cmsync a few hundred bytes however large it is, wherever it lives.
+// cmsync at most a few KiB however large it is, wherever it lives.
 func sourceTransform(in any) (any, error) {
 	obj, ok := in.(*metav1.PartialObjectMetadata)
 	if !ok {
@@ -94,7 +97,11 @@ func sourceTransform(in any) (any, error) {
 		if !found {
 			continue
 		}
-		if len(value) > maxRoutingValue {
+		limit := maxStatusValue
+		if key == v1alpha1.TargetNamespacesAnnotation || key == v1alpha1.TargetSelectorAnnotation {
+			limit = maxRoutingValue
+		}
+		if len(value) > limit {
 			value = tooLongToRoute
 		}
 		if kept == nil {

@@ -169,7 +169,7 @@ func (e *Engine[T]) readReplica(ctx context.Context, owner desired.Owner, cached
 		return whole, fmt.Errorf("reading the replica: %w", err)
 	}
 	if !owner.Owns(whole) {
-		return whole, errNotOurs{holder: desired.DescribeHolder(e.kind.Name(), whole)}
+		return whole, errNotOurs{holder: e.policy.DescribeHolder(e.kind.Name(), whole)}
 	}
 	return whole, nil
 }
@@ -210,7 +210,7 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 	}
 	if !owner.Owns(existing) {
 		e.blocked.Store(blockedKey, true)
-		return existing, false, desired.Conflict, errNotOurs{holder: desired.DescribeHolder(e.kind.Name(), existing)}
+		return existing, false, desired.Conflict, errNotOurs{holder: e.policy.DescribeHolder(e.kind.Name(), existing)}
 	}
 	e.blocked.Delete(blockedKey)
 	return existing, true, desired.InSync, nil

@@ -65,7 +65,11 @@ func (c *sourceContents[T]) Get(ctx context.Context, meta metav1.Object) (src T,
 		}
 		return src, false, err
 	}
+	// What a pass does not read is not held: a tenant's finalizers or owner references
+	// would cost memory and count for nothing.
 	src.SetManagedFields(nil)
+	src.SetFinalizers(nil)
+	src.SetOwnerReferences(nil)
 	c.store(src)
 	return src.DeepCopyObject().(T), true, nil
 }
@@ -143,21 +147,24 @@ func (c *sourceContents[T]) removeLocked(key types.NamespacedName) {
 	delete(c.byKey, key)
 }
 
-// sizeOf estimates what src costs held: its content and its metadata's keys and values.
+// sizeOf estimates what src costs held: its content and its metadata's keys and values,
+// and for each of those the map entry and string headers that hold it, so that many
+// tiny keys count what they cost and not only their bytes.
 func (c *sourceContents[T]) sizeOf(src T) int64 {
-	n := int64(512) // the object's fixed fields
+	const fixed, perEntry = 512, 64
+	n := int64(fixed)
 	content := c.kind.Content(src)
 	for k, v := range content.Text {
-		n += int64(len(k) + len(v))
+		n += int64(perEntry + len(k) + len(v))
 	}
 	for k, v := range content.Binary {
-		n += int64(len(k) + len(v))
+		n += int64(perEntry + len(k) + len(v))
 	}
 	for k, v := range src.GetLabels() {
-		n += int64(len(k) + len(v))
+		n += int64(perEntry + len(k) + len(v))
 	}
 	for k, v := range src.GetAnnotations() {
-		n += int64(len(k) + len(v))
+		n += int64(perEntry + len(k) + len(v))
 	}
 	return n
 }

@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -241,8 +242,10 @@ func (r *sourceReconciler[T]) findSourceOfReplica(_ context.Context, replica *me
 // with the tenant boundary on, to every source in it (its tenant decides where they
 // reach). The map runs on both the old and the new namespace of an update, so a
 // namespace that stopped matching still reaches the sources that must clean it up.
-// A source whose targets cannot be parsed, or that is Invalid, is mapped to every
-// namespace: its replicas must still leave a namespace that stops admitting it.
+// A source whose targets cannot be parsed, or that is Invalid, is mapped to the
+// namespaces that hold one of its replicas: those must still leave a namespace that
+// stops admitting it. (Not to every namespace: a tenant's many broken sources would
+// cost a pass each, and a read of each, on every namespace event of the cluster.)
 func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	sources := desired.NewMetadataList(r.kind)
 	// The cache's own objects, not copies: only read here.
@@ -261,11 +264,23 @@ func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj c
 			}
 			continue
 		}
-		if spec, err := desired.TargetsOf(src); err != nil || spec.Matches(ns) || src.GetAnnotations()[v1alpha1.StatusAnnotation] == v1alpha1.StatusInvalid {
+		spec, err := desired.TargetsOf(src)
+		switch {
+		case err == nil && spec.Matches(ns):
 			requests = append(requests, reconcile.Request{NamespacedName: key})
+		case err != nil || src.GetAnnotations()[v1alpha1.StatusAnnotation] == v1alpha1.StatusInvalid:
+			if r.hasReplicaIn(key, ns.Name) {
+				requests = append(requests, reconcile.Request{NamespacedName: key})
+			}
 		}
 	}
 	return requests
+}
+
+// hasReplicaIn reports whether the source at key has a replica in namespace.
+func (r *sourceReconciler[T]) hasReplicaIn(key types.NamespacedName, namespace string) bool {
+	owned, err := r.engine.ownedBy(desired.AnnotationOwner(r.kind.Name(), key))
+	return err != nil || slices.ContainsFunc(owned, func(obj *metav1.PartialObjectMetadata) bool { return obj.GetNamespace() == namespace })
 }
 
 // SetupWithManager watches sources (the manager's cache), replicas (the replica cache,

@@ -182,3 +182,38 @@ func isSubset(small, big []string) bool {
 	}
 	return true
 }
+
+// A copy that carries a finalizer or an owner reference of its own is left: once a
+// replica, the admission policy would keep anyone from taking a tenant's finalizer off
+// it, and its owner's deletion would delete it behind cmsync's back.
+func TestPlanLeavesCopiesWithFinalizersOrOwners(t *testing.T) {
+	objects, namespaces := contestedWorld()
+	for _, o := range objects {
+		switch {
+		case o.GetNamespace() == "team-a" && o.GetName() == "ca":
+			o.SetFinalizers([]string{"tenant.example.com/block"})
+		case o.GetNamespace() == "team-b" && o.GetName() == "ca":
+			o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "anchor", UID: "u"}})
+		}
+	}
+	policy := desired.Policy{SourceNamespaces: []string{"*"}}
+	for _, m := range Plan(objects, namespaces, runningAll(policy)) {
+		if m.Kind+" "+m.Source.String() != "ConfigMap platform/ca" {
+			continue
+		}
+		for _, c := range m.TakeOver {
+			if c.Namespace == "team-a" || c.Namespace == "team-b" {
+				t.Errorf("takes over the copy in %s", c.Namespace)
+			}
+		}
+		left := 0
+		for _, c := range m.Left {
+			if (c.Namespace == "team-a" || c.Namespace == "team-b") && strings.Contains(c.Why, "finalizers or owner references") {
+				left++
+			}
+		}
+		if left != 2 {
+			t.Errorf("left %+v", m.Left)
+		}
+	}
+}

@@ -128,6 +128,16 @@ func sourceID(source types.NamespacedName) string {
 	return hex.EncodeToString(sum[:])[:40]
 }
 
+// DescribeHolder tells the owner of a source who holds the object of kind that is in
+// the way of its replica. With the tenant boundary on, another source's replica is not
+// named: its source may be beyond the reader's reach (no oracle).
+func (p Policy) DescribeHolder(kind string, obj metav1.Object) string {
+	if p.TenantLabel != "" && IsReplica(obj) && syncReference(obj) == nil {
+		return "a replica of another source exists"
+	}
+	return DescribeHolder(kind, obj)
+}
+
 // DescribeHolder tells a user who holds the object of kind that is in the way of a
 // replica.
 func DescribeHolder(kind string, obj metav1.Object) string {

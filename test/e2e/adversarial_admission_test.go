@@ -375,6 +375,11 @@ func TestFuzzProtectReplicasPolicy(t *testing.T) {
 	t.Logf("seed %d (CMSYNC_ADMISSION_SEED=%d replays it)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	ns := harness.NewNamespace(t, "fuzz", nil)
+	// Its stand-ins carry peers' markers and cmsync's: later scenarios (a migrate
+	// preview, a controller's start) must not meet them.
+	t.Cleanup(func() {
+		_ = harness.K8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	})
 	users := []fuzzUser{{"editor", editorIn(t, ns), false}, {"taker", takerIn(t, ns), true}}
 	// cmsync itself writes the replicas the rule protects.
 	cfg := rest.CopyConfig(harness.AdminConfig(t))

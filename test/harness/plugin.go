@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -36,10 +37,13 @@ func PluginRun(t *testing.T, args ...string) (stdout, stderr string, err error) 
 	return out.String(), errOut.String(), err
 }
 
-// PluginJSON runs kubectl-cmsync with -o json and decodes its answer into v.
+// PluginJSON runs kubectl-cmsync with -o json and decodes its answer into v, a pointer
+// it first sets to its zero value: json.Unmarshal into a value used before keeps, in the
+// elements of a slice it reuses, the fields the new answer leaves out.
 func PluginJSON(t *testing.T, v any, args ...string) {
 	t.Helper()
 	out := Plugin(t, append(args, "-o", "json")...)
+	reflect.ValueOf(v).Elem().SetZero()
 	if err := json.Unmarshal([]byte(out), v); err != nil {
 		t.Fatalf("kubectl-cmsync %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
