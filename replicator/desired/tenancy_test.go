@@ -5,6 +5,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
 const tenantLabel = "capsule.clastix.io/tenant"
@@ -318,4 +322,24 @@ func sortedCopy(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out
+}
+
+// With the tenant boundary on, a conflict with another source's replica does not name
+// that source, which may live beyond the reader's reach; without it, and for an object
+// not cmsync's, the holder is described as before.
+func TestDescribeHolderNamesNoSourceAcrossTenants(t *testing.T) {
+	replica := &metav1.ObjectMeta{
+		Labels:      map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue},
+		Annotations: map[string]string{v1alpha1.SourceAnnotation: "other-tenant/secret-project"},
+	}
+	bounded := Policy{TenantLabel: tenantLabel}
+	if got := bounded.DescribeHolder("ConfigMap", replica); strings.Contains(got, "other-tenant") {
+		t.Errorf("with the boundary: %q", got)
+	}
+	if got := (Policy{}).DescribeHolder("ConfigMap", replica); !strings.Contains(got, "other-tenant/secret-project") {
+		t.Errorf("without the boundary: %q", got)
+	}
+	if got := bounded.DescribeHolder("ConfigMap", &metav1.ObjectMeta{}); got != "a ConfigMap not managed by cmsync exists" {
+		t.Errorf("an object not cmsync's: %q", got)
+	}
 }
