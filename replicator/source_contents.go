@@ -20,9 +20,11 @@ import (
 // most recently read sources that fit in the bound.
 //
 // An entry is the source at one resourceVersion; a pass reads it when the metadata it
-// was woken by names that version, and otherwise reads the source from the API server.
-// cmsync's own status write changes the version but not the content: the entry
-// follows it (advance), so the pass its echo queues reads nothing.
+// was woken by names that version, and otherwise reads the source from the API server's
+// watch cache, at that version or newer. cmsync's own status write changes the version
+// but not the content: the entry follows it (advance), so the pass its echo queues
+// reads nothing, and neither does a pass whose metadata still shows the version that
+// write replaced (the cache trails the write): it gets the newer one.
 type sourceContents[T desired.Object] struct {
 	kind   desired.Kind[T]
 	reader client.Reader // the API server
@@ -37,8 +39,11 @@ type sourceContents[T desired.Object] struct {
 type contentEntry[T desired.Object] struct {
 	key             types.NamespacedName
 	resourceVersion string
-	obj             T
-	size            int64
+	// replaced is the version cmsync's own status write replaced with this one ("" for
+	// an entry read from the API server): the same content.
+	replaced string
+	obj      T
+	size     int64
 }
 
 // defaultSourceContentBytes bounds the sources held between passes: a few dozen
@@ -59,7 +64,10 @@ func (c *sourceContents[T]) Get(ctx context.Context, meta metav1.Object) (src T,
 		return obj, true, nil
 	}
 	src = c.kind.New()
-	if err := c.reader.Get(ctx, key, src); err != nil {
+	// Not older than the version the pass was woken by, from the API server's watch
+	// cache rather than etcd: a start's passes read every source.
+	atLeast := &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: meta.GetResourceVersion()}}
+	if err := c.reader.Get(ctx, key, src, atLeast); err != nil {
 		if apierrors.IsNotFound(err) {
 			return src, false, nil
 		}
@@ -83,7 +91,7 @@ func (c *sourceContents[T]) lookup(key types.NamespacedName, resourceVersion str
 		return zero, false
 	}
 	entry := el.Value.(*contentEntry[T])
-	if entry.resourceVersion != resourceVersion {
+	if entry.resourceVersion != resourceVersion && (entry.replaced == "" || entry.replaced != resourceVersion) {
 		return zero, false
 	}
 	c.lru.MoveToFront(el)
@@ -127,7 +135,7 @@ func (c *sourceContents[T]) advance(from string, after metav1.Object) {
 	obj.SetLabels(after.GetLabels())
 	obj.SetAnnotations(after.GetAnnotations())
 	obj.SetResourceVersion(after.GetResourceVersion())
-	entry.obj, entry.resourceVersion = obj, after.GetResourceVersion()
+	entry.obj, entry.replaced, entry.resourceVersion = obj, from, after.GetResourceVersion()
 }
 
 // forget drops the source at key, which is gone or no longer a source.
