@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -206,5 +207,113 @@ func TestEveryAlertHasARunbook(t *testing.T) {
 	}
 	if alerts == 0 {
 		t.Error("no alerts read")
+	}
+}
+
+// fencedBlock is a fenced code block of a page: its info string ("sh", "yaml", "" …),
+// the line its fence opens on, and its lines without the fence's indentation.
+type fencedBlock struct {
+	page  string
+	line  int
+	info  string
+	lines []string
+}
+
+var fence = regexp.MustCompile("^( *)```(\\S*)")
+
+// fencedBlocks returns the fenced code blocks of page, in order, and its other lines
+// (the prose, where inline code lives).
+func fencedBlocks(t *testing.T, page string) (blocks []fencedBlock, prose []string) {
+	t.Helper()
+	raw, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open *fencedBlock
+	indent := ""
+	for i, line := range strings.Split(string(raw), "\n") {
+		m := fence.FindStringSubmatch(line)
+		switch {
+		case open == nil && m != nil:
+			open, indent = &fencedBlock{page: page, line: i + 1, info: m[2]}, m[1]
+		case open != nil && m != nil && m[2] == "":
+			blocks, open = append(blocks, *open), nil
+		case open != nil:
+			open.lines = append(open.lines, strings.TrimPrefix(line, indent))
+		default:
+			prose = append(prose, line)
+		}
+	}
+	if open != nil {
+		t.Errorf("%s:%d: a fenced block that never closes", page, open.line)
+	}
+	return blocks, prose
+}
+
+// shellBlocks returns the shell blocks (```sh, ```bash, ```shell) of every page.
+func shellBlocks(t *testing.T) []fencedBlock {
+	t.Helper()
+	var shell []fencedBlock
+	for _, page := range docPages(t) {
+		blocks, _ := fencedBlocks(t, page)
+		for _, b := range blocks {
+			if b.info == "sh" || b.info == "bash" || b.info == "shell" {
+				shell = append(shell, b)
+			}
+		}
+	}
+	if len(shell) < 10 {
+		t.Fatalf("found only %d shell blocks in the docs", len(shell))
+	}
+	return shell
+}
+
+// script is what a reader pastes from a shell block. A block whose first line that is
+// not blank starts with "$ " is a transcript: a command after its prompt, then what it
+// printed. Of a transcript, the script is its commands — the lines after "$ ", with the
+// lines that continue them (the command's line ends in "\") — and the output is left
+// out. Every other block is a script as it stands, output included: a block that shows
+// output shows its commands after a prompt.
+func (b fencedBlock) script() string {
+	transcript := false
+	for _, line := range b.lines {
+		if strings.TrimSpace(line) != "" {
+			transcript = strings.HasPrefix(line, "$ ")
+			break
+		}
+	}
+	if !transcript {
+		return strings.Join(b.lines, "\n") + "\n"
+	}
+	var script strings.Builder
+	continued := false
+	for _, line := range b.lines {
+		command, prompted := strings.CutPrefix(line, "$ ")
+		if !prompted && !continued {
+			continue // output
+		}
+		script.WriteString(command + "\n")
+		continued = strings.HasSuffix(command, `\`)
+	}
+	return script.String()
+}
+
+// Every shell block of the docs is a script bash can parse: an unclosed quote or
+// bracket would leave whoever pastes it at a continuation prompt, or run something
+// else than the page says.
+func TestDocsShellBlocksParse(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	for i, b := range shellBlocks(t) {
+		file := filepath.Join(dir, strconv.Itoa(i)+".sh")
+		if err := os.WriteFile(file, []byte(b.script()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(bash, "-n", file).CombinedOutput(); err != nil {
+			t.Errorf("%s:%d: the ```%s block does not parse (bash -n): %v\n%s", b.page, b.line, b.info, err, out)
+		}
 	}
 }
