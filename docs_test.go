@@ -135,11 +135,32 @@ func TestReferenceNamesEveryMetric(t *testing.T) {
 // (the constants of api/v1alpha1 that start with cmsync.io/, and the markers).
 func TestReferenceNamesEveryKey(t *testing.T) {
 	ref := reference(t)
+	values := keysConstants(t)
+	keys := 0
+	for name, value := range values {
+		isKey := strings.HasSuffix(name, "Label") || strings.HasSuffix(name, "Annotation") || strings.HasSuffix(name, "Finalizer")
+		if !isKey || name == "LastAppliedAnnotation" {
+			continue // kubectl's, which cmsync only leaves out of replicas
+		}
+		keys++
+		if !strings.Contains(ref, "`"+value+"`") {
+			t.Errorf("docs/reference.md does not name %s (%s)", value, name)
+		}
+	}
+	if keys < 15 {
+		t.Errorf("read only %d keys from api/v1alpha1/keys.go: %v", keys, values)
+	}
+}
+
+// keysConstants reads the string constants of api/v1alpha1/keys.go: name and value,
+// the ones built from Prefix included.
+func keysConstants(t *testing.T) map[string]string {
+	t.Helper()
 	file, err := parser.ParseFile(token.NewFileSet(), "api/v1alpha1/keys.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	values := map[string]string{} // constant name: value, for the ones built from Prefix
+	values := map[string]string{}
 	ast.Inspect(file, func(n ast.Node) bool {
 		spec, ok := n.(*ast.ValueSpec)
 		if !ok || len(spec.Values) != 1 {
@@ -160,20 +181,7 @@ func TestReferenceNamesEveryKey(t *testing.T) {
 		}
 		return true
 	})
-	keys := 0
-	for name, value := range values {
-		isKey := strings.HasSuffix(name, "Label") || strings.HasSuffix(name, "Annotation") || strings.HasSuffix(name, "Finalizer")
-		if !isKey || name == "LastAppliedAnnotation" {
-			continue // kubectl's, which cmsync only leaves out of replicas
-		}
-		keys++
-		if !strings.Contains(ref, "`"+value+"`") {
-			t.Errorf("docs/reference.md does not name %s (%s)", value, name)
-		}
-	}
-	if keys < 15 {
-		t.Errorf("read only %d keys from api/v1alpha1/keys.go: %v", keys, values)
-	}
+	return values
 }
 
 // Every alert links its runbook: a section of docs/operations.md.
