@@ -491,19 +491,18 @@ func TestDocsReasonsAreTheCodes(t *testing.T) {
 // rows, each on one line with single spaces.
 func proseBlocks(lines []string) []string {
 	var blocks []string
-	var current []string
-	flush := func() {
-		if len(current) > 0 {
-			blocks = append(blocks, strings.Join(strings.Fields(strings.Join(current, " ")), " "))
-			current = nil
+	start := 0
+	flush := func(end int) {
+		if text := strings.Join(strings.Fields(strings.Join(lines[start:end], " ")), " "); text != "" {
+			blocks = append(blocks, text)
 		}
+		start = end
 	}
-	for _, line := range lines {
+	for i, line := range lines {
 		if strings.TrimSpace(line) == "" || blockStart.MatchString(line) {
-			flush()
+			flush(i)
 		}
-		current = append(current, line)
 	}
-	flush()
+	flush(len(lines))
 	return blocks
 }
