@@ -48,6 +48,23 @@ type Options struct {
 	CachesSynced func()
 }
 
+// The names of the source controllers. A controller's name is the controller label of
+// controller-runtime's reconcile metrics and the name label of its workqueue metrics,
+// which the chart's alerts and dashboard select (ControllerNames).
+const (
+	configMapSourceController = "source"
+	secretSourceController    = "secret-source"
+)
+
+// ControllerNames returns the name of every controller Setup can add: the source
+// controllers and the controllers of the explicit kinds (syncControllerName).
+func ControllerNames() []string {
+	return []string{
+		configMapSourceController, syncControllerName(desired.ConfigMapKind{}.NewSync()),
+		secretSourceController, syncControllerName(desired.SecretKind{}.NewSync()),
+	}
+}
+
 // metadataAnswersFrom is the size of a replica (in protobuf) from which cmsync asks
 // the API server to answer its writes with the replica's metadata only. Measured with
 // make bench BENCH_ARGS="-write-styles -styles-size …": per 1,000 updates the
@@ -72,7 +89,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		kinds = append(kinds, desired.SecretKind{}.Name())
 	}
 	metrics := newMetrics(o.Registerer, kinds...)
-	configMaps, configMapReplicas, err := setupKind(ctx, mgr, o, desired.ConfigMapKind{}, "source", metrics)
+	configMaps, configMapReplicas, err := setupKind(ctx, mgr, o, desired.ConfigMapKind{}, configMapSourceController, metrics)
 	if err != nil {
 		return err
 	}
@@ -82,7 +99,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	caches := []cache.Cache{mgr.GetCache(), configMapReplicas}
 	if o.Secrets {
-		secrets, secretReplicas, err := setupKind(ctx, mgr, o, desired.SecretKind{}, "secret-source", metrics)
+		secrets, secretReplicas, err := setupKind(ctx, mgr, o, desired.SecretKind{}, secretSourceController, metrics)
 		if err != nil {
 			return err
 		}

@@ -325,12 +325,18 @@ func (r *syncReconciler[T]) list(ctx context.Context) ([]v1alpha1.Sync, error) {
 	return list.Syncs(), nil
 }
 
+// syncControllerName names the controller of an explicit kind: the kind in lower case
+// (configmapsync, secretsync).
+func syncControllerName(explicit v1alpha1.Sync) string {
+	return strings.ToLower(explicit.SyncSpec().Kind)
+}
+
 // SetupWithManager watches the explicit objects, their replicas, the namespaces they
 // may target and, through the sourceWatcher, the sources they name.
 func (r *syncReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas *replicacache.Cache[T], options controller.Options) error {
 	explicit := r.engine.kind.NewSync()
 	return ctrl.NewControllerManagedBy(mgr).
-		Named(strings.ToLower(explicit.SyncSpec().Kind)).
+		Named(syncControllerName(explicit)).
 		For(explicit, builder.WithPredicates(predicates.SyncChanged())).
 		WatchesRawSource(replicas.Watch(handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](
 			mgr.GetScheme(), mgr.GetRESTMapper(), r.engine.kind.NewSync(), handler.OnlyControllerOwner()))).

@@ -91,7 +91,9 @@ const (
 	LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 )
 
-// Reasons of the Events recorded on a source.
+// Reasons of the Events recorded on a source, and on a ConfigMapSync or SecretSync.
+// docs/reference.md#reasons says where cmsync gives each reason (a test reads it from
+// the code).
 const (
 	ReasonSynced   = "Synced"
 	ReasonConflict = "Conflict"
@@ -123,7 +125,9 @@ const (
 	// ConditionReady is the one condition of a ConfigMapSync or SecretSync.
 	ConditionReady = "Ready"
 
-	// Reasons of the Ready condition, besides ReasonSynced and ReasonInvalid.
+	// Reasons of the Ready condition, besides ReasonSynced, ReasonInvalid and
+	// ReasonFailed (the source could not be read). A Degraded pass's Event says
+	// ReasonConflict or ReasonFailed instead; ReasonSourceNotFound is also its Event's.
 	ReasonDegraded       = "Degraded"
 	ReasonSourceNotFound = "SourceNotFound"
 )
