@@ -349,10 +349,7 @@ func helmUpgradeResetting(command string) bool {
 // keepsValuesAsItWas are helm upgrades the docs still show resetting values, each with
 // its page: a known hazard not yet fixed, not an exception to the rule. Add
 // --reuse-values there and delete its entry (the test says when).
-var keepsValuesAsItWas = map[string]string{
-	// security.md, "The tenant boundary": Recommended set-ups.
-	"docs/security.md": "helm upgrade --install cmsync oci://ghcr.io/cmsync/charts/cmsync -n cmsync-system",
-}
+var keepsValuesAsItWas = map[string]string{}
 
 // No page tells a reader to run a helm upgrade that resets the values of their release
 // (helmUpgradeResetting): not in a shell block, not in inline code.
