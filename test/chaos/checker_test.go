@@ -97,8 +97,8 @@ func (w *mcWorld) applyToModel(op mcOp) {
 		w.sources[op.Slot].exists = true
 	case "delete-source":
 		w.sources[op.Slot].exists = false
-	case "break-source", "fix-source":
-		w.sources[op.Slot].broken = op.Kind == "break-source"
+	case "break-source", "reserve-source", "fix-source":
+		w.sources[op.Slot].broken = op.Kind != "fix-source"
 	case "create-sync":
 		w.sync.exists = true
 	case "delete-sync":
@@ -388,7 +388,7 @@ func (mc *modelChecker) run(h history, what string) ([]string, time.Duration) {
 	var violations []string
 	ops := func(from, to int) {
 		for _, op := range h.Ops[from:to] {
-			if op.Kind == "break-source" {
+			if op.Kind == "break-source" || op.Kind == "reserve-source" {
 				// What an Invalid source keeps is what it had: known once converged.
 				for _, v := range mc.converge(w) {
 					violations = append(violations, "before "+op.String()+": "+v)

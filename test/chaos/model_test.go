@@ -63,7 +63,8 @@ type mcSource struct {
 	entries  []string // target-namespaces entries
 	tier     string   // target-selector tier=<tier>, "" for none
 	value    string
-	broken   bool // its target-selector is malformed: Invalid
+	broken   bool // its target-selector is malformed, or (reserved) its target-name is reserved: Invalid
+	reserved bool
 	// frozen holds, while the source is Invalid, the replicas it had when it became
 	// Invalid: cmsync creates and updates nothing for an Invalid source, so they stay as
 	// they were (users may still edit or delete them) — but for those in a namespace
@@ -467,7 +468,7 @@ func (w *mcWorld) randomSourceOp(rng *rand.Rand, pick int, value string, breakab
 	case pick == 4:
 		return mcOp{Kind: "relabel-source", Slot: slot}, true
 	case breakable && !s.broken && rng.IntN(2) == 0:
-		return mcOp{Kind: "break-source", Slot: slot}, true
+		return mcOp{Kind: []string{"break-source", "reserve-source"}[rng.IntN(2)], Slot: slot}, true
 	case breakable && s.broken:
 		return mcOp{Kind: "fix-source", Slot: slot}, true
 	default:
@@ -520,12 +521,12 @@ func (w *mcWorld) applyToSource(t *testing.T, op mcOp) {
 		s := w.sources[op.Slot]
 		s.exists, s.frozen = false, nil // an Invalid source's replicas go with it too
 		must(t, client.IgnoreNotFound(harness.K8s.Delete(ctx, w.sourceObject(s))))
-	case "break-source", "fix-source":
+	case "break-source", "reserve-source", "fix-source":
 		s := w.sources[op.Slot]
-		if op.Kind == "break-source" && !w.invalid(s) && s.labelled {
+		if op.Kind != "fix-source" && !w.invalid(s) && s.labelled {
 			w.freeze(s)
 		}
-		s.broken = op.Kind == "break-source"
+		s.broken, s.reserved = op.Kind != "fix-source", op.Kind == "reserve-source"
 		if !w.invalid(s) {
 			s.frozen = nil
 		}
@@ -720,9 +721,13 @@ func (w *mcWorld) tierLabels(tier string) map[string]string {
 }
 
 func (s *mcSource) targetAnnotations() map[string]any {
-	a := map[string]any{v1alpha1.TargetNamespacesAnnotation: strings.Join(s.entries, ","), v1alpha1.TargetSelectorAnnotation: nil}
+	a := map[string]any{v1alpha1.TargetNamespacesAnnotation: strings.Join(s.entries, ","), v1alpha1.TargetSelectorAnnotation: nil, v1alpha1.TargetNameAnnotation: nil}
+	if s.reserved {
+		// Replicas named like the cluster's CA: a reserved name, so Invalid.
+		a[v1alpha1.TargetNameAnnotation] = v1alpha1.RootCAConfigMapName
+	}
 	switch {
-	case s.broken:
+	case s.broken && !s.reserved:
 		a[v1alpha1.TargetSelectorAnnotation] = "=" + tierLabel // a selector with no key: Invalid
 	case s.tier != "":
 		a[v1alpha1.TargetSelectorAnnotation] = tierLabel + "=" + s.tier
