@@ -231,7 +231,10 @@ func (m *Move) classify(tied []Object, r resolved, named []Object) {
 			// A replica is cmsync's to delete: one holding another's finalizer could
 			// never be deleted once the admission policy protects it, and one owned by
 			// another object would be deleted with it behind cmsync's back.
-			m.Left = append(m.Left, copyOf(c, "it carries finalizers or owner references of its own: cmsync takes over only a copy it alone decides the life of"))
+			m.Left = append(
+				m.Left,
+				copyOf(c, "it carries finalizers or owner references of its own: cmsync takes over only a copy it alone decides the life of"),
+			)
 		default:
 			m.TakeOver = append(m.TakeOver, copyOf(c, ""))
 			taken[c.GetUID()] = true

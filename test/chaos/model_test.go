@@ -721,7 +721,11 @@ func (w *mcWorld) tierLabels(tier string) map[string]string {
 }
 
 func (s *mcSource) targetAnnotations() map[string]any {
-	a := map[string]any{v1alpha1.TargetNamespacesAnnotation: strings.Join(s.entries, ","), v1alpha1.TargetSelectorAnnotation: nil, v1alpha1.TargetNameAnnotation: nil}
+	a := map[string]any{
+		v1alpha1.TargetNamespacesAnnotation: strings.Join(s.entries, ","),
+		v1alpha1.TargetSelectorAnnotation:   nil,
+		v1alpha1.TargetNameAnnotation:       nil,
+	}
 	if s.reserved {
 		// Replicas named like the cluster's CA: a reserved name, so Invalid.
 		a[v1alpha1.TargetNameAnnotation] = v1alpha1.RootCAConfigMapName
