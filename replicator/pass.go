@@ -78,6 +78,13 @@ func (e *Engine[T]) withdraw(ctx context.Context, owner desired.Owner, admitting
 	return deleted, err
 }
 
+// hasReplicaIn reports whether owner has a replica in namespace (or the replica cache
+// cannot tell): a namespace's event reaches an owner that cannot be acted on only there.
+func (d *door[T]) hasReplicaIn(owner desired.Owner, namespace string) bool {
+	owned, err := d.engine.ownedBy(owner)
+	return err != nil || slices.ContainsFunc(owned, func(obj *metav1.PartialObjectMetadata) bool { return obj.GetNamespace() == namespace })
+}
+
 // countIn counts the targets that hold a replica of owner named name, as they are.
 func (e *Engine[T]) countIn(owner desired.Owner, name string, targets []string) (int, error) {
 	owned, err := e.ownedBy(owner)

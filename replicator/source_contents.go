@@ -25,6 +25,9 @@ import (
 // but not the content: the entry follows it (advance), so the pass its echo queues
 // reads nothing, and neither does a pass whose metadata still shows the version that
 // write replaced (the cache trails the write): it gets the newer one.
+//
+// Written here: the LRUs of the ecosystem (k8s.io/utils/lru, golang-lru) bound the
+// number of entries, and a bound in entries is no bound on what a tenant can label.
 type sourceContents[T desired.Object] struct {
 	kind   desired.Kind[T]
 	reader client.Reader // the API server
@@ -91,7 +94,7 @@ func (c *sourceContents[T]) lookup(key types.NamespacedName, resourceVersion str
 		return zero, false
 	}
 	entry := el.Value.(*contentEntry[T])
-	if entry.resourceVersion != resourceVersion && (entry.replaced == "" || entry.replaced != resourceVersion) {
+	if resourceVersion == "" || entry.resourceVersion != resourceVersion && entry.replaced != resourceVersion {
 		return zero, false
 	}
 	c.lru.MoveToFront(el)

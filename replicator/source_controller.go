@@ -3,7 +3,6 @@ package replicator
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -269,18 +268,12 @@ func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj c
 		case err == nil && spec.Matches(ns):
 			requests = append(requests, reconcile.Request{NamespacedName: key})
 		case err != nil || src.GetAnnotations()[v1alpha1.StatusAnnotation] == v1alpha1.StatusInvalid:
-			if r.hasReplicaIn(key, ns.Name) {
+			if r.hasReplicaIn(desired.AnnotationOwner(r.kind.Name(), key), ns.Name) {
 				requests = append(requests, reconcile.Request{NamespacedName: key})
 			}
 		}
 	}
 	return requests
-}
-
-// hasReplicaIn reports whether the source at key has a replica in namespace.
-func (r *sourceReconciler[T]) hasReplicaIn(key types.NamespacedName, namespace string) bool {
-	owned, err := r.engine.ownedBy(desired.AnnotationOwner(r.kind.Name(), key))
-	return err != nil || slices.ContainsFunc(owned, func(obj *metav1.PartialObjectMetadata) bool { return obj.GetNamespace() == namespace })
 }
 
 // SetupWithManager watches sources (the manager's cache), replicas (the replica cache,

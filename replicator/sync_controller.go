@@ -71,7 +71,9 @@ func (r *syncReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	if problem != nil {
-		if _, err := r.engine.withdraw(ctx, owner, problem.admitting); err != nil {
+		// An explicit kind is not bound by tenants: its source's namespace is its origin.
+		admitting := desired.AdmittingNamespaces(desired.Unbound(owner.Source.Namespace), r.namespaces.List(), r.policy)
+		if _, err := r.engine.withdraw(ctx, owner, admitting); err != nil {
 			return ctrl.Result{}, err
 		}
 		err := r.reportProblem(ctx, sync, before, owner, plan, problem)
@@ -107,11 +109,10 @@ func eventReasonOf(pass desired.Summary) string {
 }
 
 // syncProblem is why an explicit object cannot be acted on now; nothing is created,
-// and its replicas are kept where the namespaces still admit them (admitting).
+// and its replicas are kept where the namespaces still admit them.
 type syncProblem struct {
 	reason string
 	error
-	admitting []string
 }
 
 // retried tells whether the pass is tried again with backoff: a Failed read of the
@@ -126,12 +127,10 @@ func (p *syncProblem) retried() bool { return p.reason == v1alpha1.ReasonFailed 
 // and no template.
 func (r *syncReconciler[T]) planFor(ctx context.Context, sync v1alpha1.Sync, owner desired.Owner) (Plan[T], *syncProblem, error) {
 	named := desired.Source[T]{Key: owner.Source, Sync: sync}
-	namespaces := r.namespaces.List()
-	intent := desired.Resolve(r.engine.kind, named, namespaces, r.policy)
+	intent := desired.Resolve(r.engine.kind, named, r.namespaces.List(), r.policy)
 	plan := Plan[T]{Targets: intent.Targets.Namespaces}
-	admitting := desired.AdmittingNamespaces(intent.Origin, namespaces, r.policy)
 	if intent.Invalid != nil {
-		return plan, &syncProblem{v1alpha1.ReasonInvalid, intent.Invalid, admitting}, nil
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, intent.Invalid}, nil
 	}
 	src, found, err := r.sources.Get(ctx, owner.Source)
 	if err != nil {
@@ -141,7 +140,6 @@ func (r *syncReconciler[T]) planFor(ctx context.Context, sync v1alpha1.Sync, own
 		return plan, &syncProblem{
 			v1alpha1.ReasonFailed,
 			fmt.Errorf("%w; existing replicas are kept, retrying", err),
-			admitting,
 		}, nil
 	}
 	if !found {
@@ -149,12 +147,11 @@ func (r *syncReconciler[T]) planFor(ctx context.Context, sync v1alpha1.Sync, own
 			v1alpha1.ReasonSourceNotFound,
 			fmt.Errorf("source %s %s not found; existing replicas are kept until it returns or this %s is deleted",
 				owner.Kind, owner.Source, owner.Sync.Kind),
-			admitting,
 		}, nil
 	}
 	named.Meta, named.Object, named.Whole = src, src, true
 	if intent = intent.WithSource(r.engine.kind, named, r.policy); intent.Invalid != nil {
-		return plan, &syncProblem{v1alpha1.ReasonInvalid, intent.Invalid, admitting}, nil
+		return plan, &syncProblem{v1alpha1.ReasonInvalid, intent.Invalid}, nil
 	}
 	plan.Template = intent.Template
 	return plan, nil, nil
@@ -283,14 +280,18 @@ func (r *syncReconciler[T]) findSyncsForSource(ctx context.Context, src client.O
 }
 
 // findSyncsForNamespace maps a namespace (old and new, on updates) to the explicit
-// objects whose targets match it, and to those that cannot be acted on (their spec
-// cannot be parsed, or they are not Ready for a reason other than their replicas):
-// their replicas must still leave a namespace that stops admitting them.
+// objects whose targets match it, and, where they hold a replica in it, to those that
+// cannot be acted on (their spec cannot be parsed, or they are not Ready for a reason
+// other than their replicas): that replica must still leave a namespace that stops
+// admitting them.
 func (r *syncReconciler[T]) findSyncsForNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	ns := desired.NamespaceOf(obj)
 	return r.findSyncs(ctx, func(s v1alpha1.Sync) bool {
 		spec, err := desired.ParseSyncTargets(s.SyncSpec())
-		return err != nil || spec.Matches(ns) || cannotBeActedOn(s)
+		if err == nil && spec.Matches(ns) {
+			return true
+		}
+		return (err != nil || cannotBeActedOn(s)) && r.hasReplicaIn(desired.SyncOwner(s), ns.Name)
 	})
 }
 

@@ -52,7 +52,8 @@ func (p Policy) CheckWriteBudget(size int64, targets int) error {
 }
 
 // bytesOf writes n in binary units, whole when exact (10Ki) and to a tenth otherwise
-// (12.6Ki): a replica's size is rarely a round figure.
+// (12.6Ki): a replica's size is rarely a round figure, and resource.Quantity, the
+// apimachinery formatter, writes any size that is not a whole unit in bytes (12858).
 func bytesOf(n int64) string {
 	units := []string{"Ki", "Mi", "Gi", "Ti"}
 	if n < 1024 {

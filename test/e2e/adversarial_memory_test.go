@@ -5,13 +5,12 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +39,7 @@ func TestTenantCannotExhaustCmsyncMemory(t *testing.T) {
 	c := harness.StartControllerWithEnv(t, []string{fmt.Sprintf("GOMEMLIMIT=%d", chartMemoryLimit)},
 		"--source-namespaces=hostile-"+suffix+"-*,victim-"+suffix+"-*")
 	time.Sleep(3 * time.Second) // settle after the start's lists
-	baseline := residentBytes(t, c.Pid(), "VmRSS")
+	baseline, _ := residentBytes(t, c.Pid())
 
 	const perNamespace, size = 125, 1_000_000
 	flood := func(namespace string) {
@@ -106,7 +105,7 @@ func TestTenantCannotExhaustCmsyncMemory(t *testing.T) {
 	if c.HasExited() {
 		t.Fatalf("cmsync exited")
 	}
-	peak := residentBytes(t, c.Pid(), "VmHWM")
+	_, peak := residentBytes(t, c.Pid())
 	labelled := int64(2 * perNamespace * size)
 	t.Logf("resident memory: %d MiB at the start, peak %d MiB, after %d MiB labelled", baseline>>20, peak>>20, labelled>>20)
 	if peak >= chartMemoryLimit {
@@ -117,18 +116,13 @@ func TestTenantCannotExhaustCmsyncMemory(t *testing.T) {
 	}
 }
 
-// residentBytes reads a memory figure (VmRSS: now; VmHWM: the peak) of process pid.
-func residentBytes(t *testing.T, pid int, field string) int64 {
+// residentBytes reads the resident size of process pid now (VmRSS) and at its peak
+// (VmHWM).
+func residentBytes(t *testing.T, pid int) (now, peak int64) {
 	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	proc, err := procfs.NewProc(pid)
 	must(t, err)
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			must(t, err)
-			return kb << 10
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
+	status, err := proc.NewStatus()
+	must(t, err)
+	return int64(status.VmRSS), int64(status.VmHWM)
 }

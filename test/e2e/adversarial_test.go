@@ -98,9 +98,7 @@ func TestTenantCannotFreezeAReplicaPastRevocation(t *testing.T) {
 	harness.WaitForAnnotation(t, home, "app", v1alpha1.StatusAnnotation, v1alpha1.StatusInvalid)
 
 	// The neighbour withdraws its consent; the tenant's own namespace asks for nothing.
-	must(t, harness.K8s.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: neighbour}},
-		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/accept-from":null}}}`))))
-	must(t, harness.K8s.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ignored}},
-		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"cmsync.io/ignore":"true"}}}`))))
+	acceptFrom(t, neighbour, "")
+	relabel(t, ignored, v1alpha1.IgnoreNamespaceLabel, v1alpha1.IgnoreNamespaceLabelValue)
 	harness.WaitForReplicas(t, home, "app", 30*time.Second, kept)
 }

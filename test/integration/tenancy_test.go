@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -103,12 +102,10 @@ func TestTenantBoundaryIdleWritesNothing(t *testing.T) {
 
 	// The namespace accepts the source's namespace: a replica; the acceptance removed:
 	// gone.
-	must(t, k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}},
-		client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AcceptFromAnnotation, "ta-*")))))
+	setAcceptFrom(t, other, "ta-*")
 	waitForReplicasIn(t, src, mine, other)
 	waitForSynced(t, src, "2/2")
-	must(t, k8s.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}},
-		client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AcceptFromAnnotation, "!"+srcNS+",ta-*")))))
+	setAcceptFrom(t, other, "!"+srcNS+",ta-*")
 	waitForReplicasIn(t, src, mine)
 }
 
