@@ -185,7 +185,7 @@ FUZZTIME ?= 2m
 
 .PHONY: fuzz
 fuzz: ## Fuzz every parser of user input for FUZZTIME each (default 2m).
-	for target in $(FUZZ_TARGETS); do go test ./replicator/desired -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) || exit 1; done
+	for target in $(FUZZ_TARGETS); do go test ./desired -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) || exit 1; done
 
 # make test's short fuzz runs a count of inputs, not a duration: with a duration, Go's
 # fuzz coordinator can report its own deadline as a failure (golang/go#75804, not fixed

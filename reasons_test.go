@@ -15,7 +15,7 @@ import (
 // row for each reason of api/v1alpha1/keys.go and says where each is given as the code
 // gives it, and every other page's list of reasons is one of those columns.
 
-// reasonCode is the parsed code that gives reasons: replicator and replicator/desired,
+// reasonCode is the parsed code that gives reasons: replicator and desired,
 // tests left out.
 type reasonCode struct {
 	t       *testing.T
@@ -35,7 +35,7 @@ func parseReasonCode(t *testing.T) *reasonCode {
 			c.reasons[name] = value
 		}
 	}
-	for _, dir := range []string{"replicator", "replicator/desired"} {
+	for _, dir := range []string{"replicator", "desired"} {
 		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
-	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/desired"
 )
 
 // Engine writes and deletes the replicas of kind T. It owns every API write cmsync

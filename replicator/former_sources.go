@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
-	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/desired"
 )
 
 // formerSources hands the source controller, once each time this process starts

@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/predicates"
-	"github.com/cmsync/cmsync/replicator/desired"
 	"github.com/cmsync/cmsync/replicator/metawrite"
 	"github.com/cmsync/cmsync/replicator/replicacache"
 )

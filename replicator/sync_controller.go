@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/predicates"
-	"github.com/cmsync/cmsync/replicator/desired"
 	"github.com/cmsync/cmsync/replicator/replicacache"
 )
 

@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/hack/bench/measure"
 	"github.com/cmsync/cmsync/hack/bench/report"
 	"github.com/cmsync/cmsync/hack/bench/workload"
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
-	"github.com/cmsync/cmsync/replicator/desired"
 	"github.com/cmsync/cmsync/replicator/metawrite"
 )
 

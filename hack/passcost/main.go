@@ -32,8 +32,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
-	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // serverCPU is the CPU seconds of this process's kube-apiserver and etcd.

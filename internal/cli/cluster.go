@@ -3,7 +3,7 @@
 // lacks a replica, preview shows what a change of a source would do before it is made,
 // and migrate moves another replicator's sources and copies onto cmsync. It reads the
 // cluster and writes to it only for migrate --apply; every decision comes from
-// replicator/desired, the controller's own pure functions, under the controller's
+// desired, the controller's own pure functions, under the controller's
 // policy as read from the cmsync release it is pointed at (controller.go).
 package cli
 
@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
-	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/desired"
 )
 
 // The kinds of source the plugin knows, as the controller names them.

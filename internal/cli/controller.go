@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/internal/policyflags"
-	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 // The plugin decides as the controller does only with the controller's policy, and

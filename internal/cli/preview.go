@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
-	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/desired"
 )
 
 // Change is one replica a change of a source would create, delete or be refused.

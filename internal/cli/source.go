@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
-	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/desired"
 )
 
 // source is what the controller decides from one source (desired.Resolve, the

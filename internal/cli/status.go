@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
-	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/desired"
 )
 
 // StatusRow is one source in `kubectl cmsync status`.

@@ -3,7 +3,7 @@
 // become cmsync's: for each source, the cmsync annotations (or the ConfigMapSync or
 // SecretSync, for a peer's pull form) that say the same, the peer features left
 // behind, and which of the peer's copies cmsync takes over in place. Like
-// replicator/desired, whose decisions it uses for targets and shapes, it is pure:
+// desired, whose decisions it uses for targets and shapes, it is pure:
 // kubectl cmsync migrate reads the cluster, asks Plan, and writes what it answers.
 package migrate
 
@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
-	"github.com/cmsync/cmsync/replicator/desired"
+	"github.com/cmsync/cmsync/desired"
 )
 
 // Object is a ConfigMap's or a Secret's metadata: all migrate reads of the cluster.

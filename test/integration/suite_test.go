@@ -39,10 +39,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 	"github.com/cmsync/cmsync/internal/testsupport/testkit"
 	"github.com/cmsync/cmsync/replicator"
-	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 var (

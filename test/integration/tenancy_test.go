@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/replicator"
-	"github.com/cmsync/cmsync/replicator/desired"
 )
 
 const tenantLabel = "tenant.example.com/name"
