@@ -31,6 +31,13 @@ func AnnotatedSource[T Object](obj T) Source[T] {
 	return Source[T]{Key: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, Meta: obj, Object: obj, Whole: true}
 }
 
+// IsActiveSource reports whether obj is a source of the annotation form: labelled
+// cmsync.io/replicate=true and not being deleted. Any other object has no replicas (a
+// source being deleted has its replicas deleted), for the controller and the plugin alike.
+func IsActiveSource(obj metav1.Object) bool {
+	return obj.GetLabels()[v1alpha1.ReplicateLabel] == v1alpha1.ReplicateLabelValue && obj.GetDeletionTimestamp() == nil
+}
+
 // Intent is what a source wants, as the controller decides it: the owner of its
 // replicas, their name, where they go, and, for a source read whole, the replica
 // itself; or why the controller will not act on it (Invalid: then nothing is changed).

@@ -60,7 +60,7 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	owner := desired.AnnotationOwner(r.kind.Name(), req.NamespacedName)
-	if apierrors.IsNotFound(err) || !isActiveSource(cached) {
+	if apierrors.IsNotFound(err) || !desired.IsActiveSource(cached) {
 		return ctrl.Result{}, r.retire(ctx, owner)
 	}
 	namespaces := r.namespaces.List()
@@ -73,7 +73,7 @@ func (r *sourceReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading the source: %w", err)
 	}
-	if !found || !isActiveSource(src) {
+	if !found || !desired.IsActiveSource(src) {
 		return ctrl.Result{}, r.retire(ctx, owner)
 	}
 
@@ -123,7 +123,7 @@ func (r *sourceReconciler[T]) retire(ctx context.Context, owner desired.Owner) e
 	if err := r.apiReader.Get(ctx, owner.Source, former); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if isActiveSource(former) {
+	if desired.IsActiveSource(former) {
 		return nil // labelled again since the cache looked; its own event follows
 	}
 	if patch := desired.ClearStatusPatch(string(former.GetUID()), former.GetAnnotations()); patch != nil {
@@ -220,11 +220,6 @@ func (r *sourceReconciler[T]) patchStatus(ctx context.Context, src client.Object
 		r.contents.advance(src.GetResourceVersion(), target)
 	}
 	return nil
-}
-
-// isActiveSource reports whether obj is labelled as a source and not being deleted.
-func isActiveSource(obj metav1.Object) bool {
-	return obj.GetLabels()[v1alpha1.ReplicateLabel] == v1alpha1.ReplicateLabelValue && obj.GetDeletionTimestamp() == nil
 }
 
 // findSourceOfReplica maps a replica of the annotation form to the source its

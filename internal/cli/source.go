@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -51,14 +52,22 @@ func resolve(in input, namespaces []desired.Namespace, policy desired.Policy) so
 		}
 		return sourceOf(describe, in.kind, resolveKind(desired.ConfigMapKind{}, in, namespaces, policy))
 	}
-	if in.meta.GetLabels()[v1alpha1.ReplicateLabel] != v1alpha1.ReplicateLabelValue {
+	if !desired.IsActiveSource(in.meta) {
 		return source{describe: describe, kind: in.kind, owner: desired.AnnotationOwner(in.kind, in.key), replicaName: in.key.Name,
-			invalid: fmt.Errorf("it is not labelled %s=%s, so it has no replicas", v1alpha1.ReplicateLabel, v1alpha1.ReplicateLabelValue)}
+			invalid: notASource(in.meta)}
 	}
 	if in.kind == secretKind {
 		return sourceOf(describe, in.kind, resolveKind(desired.SecretKind{}, in, namespaces, policy))
 	}
 	return sourceOf(describe, in.kind, resolveKind(desired.ConfigMapKind{}, in, namespaces, policy))
+}
+
+// notASource says why an object the annotation form does not act on has no replicas.
+func notASource(obj metav1.Object) error {
+	if obj.GetDeletionTimestamp() != nil {
+		return errors.New("it is being deleted, so cmsync deletes its replicas")
+	}
+	return fmt.Errorf("it is not labelled %s=%s, so it has no replicas", v1alpha1.ReplicateLabel, v1alpha1.ReplicateLabelValue)
 }
 
 func resolveKind[T desired.Object](kind desired.Kind[T], in input, namespaces []desired.Namespace, policy desired.Policy) desired.Intent[T] {
