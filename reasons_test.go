@@ -1,330 +1,53 @@
 package main
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cmsync/cmsync/desired"
 )
 
 // The reasons the docs name are the code's: docs/reference.md's table of reasons has a
-// row for each reason of api/v1alpha1/keys.go and says where each is given as the code
-// gives it, and every other page's list of reasons is one of those columns.
+// row for each reason of api/v1alpha1/keys.go and says where each is given as
+// desired.Reasons declares it (the functions that choose reasons are tested against
+// that table in desired/reasons_test.go), and every other page's list of reasons is one
+// of those columns.
 
-// reasonCode is the parsed code that gives reasons: replicator and desired,
-// tests left out.
-type reasonCode struct {
-	t       *testing.T
-	fset    *token.FileSet
-	files   map[string]*ast.File // by base name
-	reasons map[string]string    // the Reason constants of keys.go: name, value
-	seen    map[token.Pos]bool
-}
-
-func parseReasonCode(t *testing.T) *reasonCode {
+// codeReasonColumns are where the code gives each reason (desired.Reasons, the table
+// every reason is declared in), by the heading of the column of docs/reference.md's
+// table that says it. Every Reason constant of keys.go must be in the table.
+func codeReasonColumns(t *testing.T) (all map[string]bool, columns map[string]map[string]bool) {
 	t.Helper()
-	c := &reasonCode{
-		t: t, fset: token.NewFileSet(), files: map[string]*ast.File{}, reasons: map[string]string{}, seen: map[token.Pos]bool{},
-	}
+	all = map[string]bool{}
 	for name, value := range keysConstants(t) {
 		if strings.HasPrefix(name, "Reason") {
-			c.reasons[name] = value
+			all[value] = true
 		}
 	}
-	for _, dir := range []string{"replicator", "desired"} {
-		paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, path := range paths {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			file, err := parser.ParseFile(c.fset, path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.files[filepath.Base(path)] = file
-		}
+	declared := map[string]bool{}
+	for _, r := range desired.Reasons {
+		declared[r.Name] = true
 	}
-	return c
-}
-
-// each calls f with every node of every file and the function declaration it is in
-// (nil outside one).
-func (c *reasonCode) each(f func(file string, n ast.Node, fn *ast.FuncDecl)) {
-	for name, file := range c.files {
-		for _, decl := range file.Decls {
-			fn, _ := decl.(*ast.FuncDecl)
-			ast.Inspect(decl, func(n ast.Node) bool {
-				if n != nil {
-					f(name, n, fn)
-				}
-				return true
-			})
-		}
+	if got, want := sortedKeys(declared), sortedKeys(all); !slices.Equal(got, want) {
+		t.Fatalf("desired.Reasons declares %v; keys.go has the reasons %v", got, want)
 	}
-}
-
-// of returns the reasons expression e, in function fn of file, can have: a Reason
-// constant is itself; a call, what the function called returns; a variable, what is
-// assigned to it; a parameter, what its callers pass (a method's callers in its own
-// file); a field, what the composite literals of the file's struct types with that field
-// give it. Anything else fails the test, which then has to learn it.
-func (c *reasonCode) of(e ast.Expr, file string, fn *ast.FuncDecl) map[string]bool {
-	c.t.Helper()
-	got := map[string]bool{}
-	if c.seen[e.Pos()] {
-		return got
+	given := func(where desired.Given) map[string]bool {
+		set := map[string]bool{}
+		for _, name := range desired.ReasonsGiven(where) {
+			set[name] = true
+		}
+		return set
 	}
-	c.seen[e.Pos()] = true
-	defer delete(c.seen, e.Pos())
-	where := c.fset.Position(e.Pos()).String()
-	switch e := e.(type) {
-	case *ast.SelectorExpr:
-		if pkg, ok := e.X.(*ast.Ident); ok && pkg.Name == "v1alpha1" {
-			value, ok := c.reasons[e.Sel.Name]
-			if !ok {
-				c.t.Fatalf("%s: v1alpha1.%s is no Reason constant of keys.go", where, e.Sel.Name)
-			}
-			got[value] = true
-			return got
-		}
-		return c.ofField(e.Sel.Name, file, where)
-	case *ast.CallExpr:
-		name := calledName(e)
-		found := false
-		c.each(func(f string, n ast.Node, _ *ast.FuncDecl) {
-			d, ok := n.(*ast.FuncDecl)
-			if !ok || d.Name.Name != name || d.Recv != nil || d.Body == nil {
-				return
-			}
-			found = true
-			ast.Inspect(d.Body, func(n ast.Node) bool {
-				if r, ok := n.(*ast.ReturnStmt); ok && len(r.Results) == 1 {
-					merge(got, c.of(r.Results[0], f, d))
-				}
-				return true
-			})
-		})
-		if !found {
-			c.t.Fatalf("%s: cannot tell the reasons %s returns", where, name)
-		}
-		return got
-	case *ast.Ident:
-		if fn == nil {
-			c.t.Fatalf("%s: %s outside a function", where, e.Name)
-		}
-		if i := paramIndex(fn, e.Name); i >= 0 {
-			calls := 0
-			c.each(func(f string, n ast.Node, caller *ast.FuncDecl) {
-				call, ok := n.(*ast.CallExpr)
-				if !ok || calledName(call) != fn.Name.Name || fn.Recv != nil && f != file || i >= len(call.Args) {
-					return
-				}
-				calls++
-				merge(got, c.of(call.Args[i], f, caller))
-			})
-			if calls == 0 {
-				c.t.Fatalf("%s: no call of %s gives its %s", where, fn.Name.Name, e.Name)
-			}
-			return got
-		}
-		ast.Inspect(fn.Body, func(n ast.Node) bool {
-			if a, ok := n.(*ast.AssignStmt); ok && len(a.Lhs) == len(a.Rhs) {
-				for i, lhs := range a.Lhs {
-					if id, ok := lhs.(*ast.Ident); ok && id.Name == e.Name {
-						merge(got, c.of(a.Rhs[i], file, fn))
-					}
-				}
-			}
-			return true
-		})
-		if len(got) == 0 {
-			c.t.Fatalf("%s: cannot tell the reasons %s holds", where, e.Name)
-		}
-		return got
+	columns = map[string]map[string]bool{
+		"source Event":                      given(desired.SourceEvent),
+		"ConfigMapSync or SecretSync Event": given(desired.SyncEvent),
+		"`Ready`":                           given(desired.ReadyCondition),
+		"`failedNamespaces`":                given(desired.FailedNamespace),
+		"`cmsync_sources_not_synced`":       given(desired.NotSyncedMetric),
 	}
-	c.t.Fatalf("%s: cannot tell the reasons of a %T", where, e)
-	return nil
-}
-
-// ofField returns the reasons the composite literals of file's struct types with the
-// field give it.
-func (c *reasonCode) ofField(field, file, where string) map[string]bool {
-	c.t.Helper()
-	got := map[string]bool{}
-	for _, d := range c.files[file].Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok {
-			continue
-		}
-		for _, s := range g.Specs {
-			ts, ok := s.(*ast.TypeSpec)
-			if !ok {
-				continue
-			}
-			st, ok := ts.Type.(*ast.StructType)
-			if !ok {
-				continue
-			}
-			index := -1
-			for i, f := range st.Fields.List {
-				if len(f.Names) == 1 && f.Names[0].Name == field {
-					index = i
-				}
-			}
-			if index < 0 {
-				continue
-			}
-			c.each(func(f string, n ast.Node, fn *ast.FuncDecl) {
-				if lit, ok := n.(*ast.CompositeLit); ok && typeName(lit.Type) == ts.Name.Name {
-					if value := fieldValue(lit, field, index); value != nil {
-						merge(got, c.of(value, f, fn))
-					}
-				}
-			})
-		}
-	}
-	if len(got) == 0 {
-		c.t.Fatalf("%s: cannot tell the reasons of the field %s", where, field)
-	}
-	return got
-}
-
-// literals returns the reasons the composite literals of type typ (as written, e.g.
-// "metav1.Condition") give their field.
-func (c *reasonCode) literals(typ, field string) map[string]bool {
-	got := map[string]bool{}
-	c.each(func(f string, n ast.Node, fn *ast.FuncDecl) {
-		if lit, ok := n.(*ast.CompositeLit); ok && typeName(lit.Type) == typ {
-			if value := fieldValue(lit, field, -1); value != nil {
-				merge(got, c.of(value, f, fn))
-			}
-		}
-	})
-	return got
-}
-
-// conditionReasons returns the reasons of metav1.Condition literals, and those assigned
-// to the Reason of a variable made from one.
-func (c *reasonCode) conditionReasons() map[string]bool {
-	got := c.literals("metav1.Condition", "Reason")
-	c.each(func(f string, n ast.Node, fn *ast.FuncDecl) {
-		a, ok := n.(*ast.AssignStmt)
-		if !ok || len(a.Lhs) != len(a.Rhs) || fn == nil {
-			return
-		}
-		for i, lhs := range a.Lhs {
-			sel, ok := lhs.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "Reason" {
-				continue
-			}
-			if v, ok := sel.X.(*ast.Ident); ok && madeFrom(fn, v.Name, "metav1.Condition") {
-				merge(got, c.of(a.Rhs[i], f, fn))
-			}
-		}
-	})
-	return got
-}
-
-// eventReasons returns the reasons of the Events recorded (Eventf) in file; it fails
-// the test when an Event is recorded in a file the test does not read.
-func (c *reasonCode) eventReasons(file string, others ...string) map[string]bool {
-	got := map[string]bool{}
-	c.each(func(f string, n ast.Node, fn *ast.FuncDecl) {
-		call, ok := n.(*ast.CallExpr)
-		if !ok || calledName(call) != "Eventf" {
-			return
-		}
-		if f != file && !slices.Contains(others, f) {
-			c.t.Fatalf("%s: an Event the docs test does not read", c.fset.Position(call.Pos()))
-		}
-		if f == file && len(call.Args) > 3 {
-			merge(got, c.of(call.Args[3], f, fn)) // Eventf(regarding, related, type, reason, action, note, …)
-		}
-	})
-	return got
-}
-
-func calledName(call *ast.CallExpr) string {
-	switch f := call.Fun.(type) {
-	case *ast.Ident:
-		return f.Name
-	case *ast.SelectorExpr:
-		return f.Sel.Name
-	case *ast.IndexExpr: // a generic function instantiated
-		if id, ok := f.X.(*ast.Ident); ok {
-			return id.Name
-		}
-	}
-	return ""
-}
-
-func typeName(e ast.Expr) string {
-	switch e := e.(type) {
-	case *ast.Ident:
-		return e.Name
-	case *ast.SelectorExpr:
-		if pkg, ok := e.X.(*ast.Ident); ok {
-			return pkg.Name + "." + e.Sel.Name
-		}
-	}
-	return ""
-}
-
-// fieldValue is the value lit gives field: keyed, or at index when positional.
-func fieldValue(lit *ast.CompositeLit, field string, index int) ast.Expr {
-	for i, elt := range lit.Elts {
-		if kv, ok := elt.(*ast.KeyValueExpr); ok {
-			if key, ok := kv.Key.(*ast.Ident); ok && key.Name == field {
-				return kv.Value
-			}
-		} else if i == index {
-			return elt
-		}
-	}
-	return nil
-}
-
-func paramIndex(fn *ast.FuncDecl, name string) int {
-	i := 0
-	for _, field := range fn.Type.Params.List {
-		for _, n := range field.Names {
-			if n.Name == name {
-				return i
-			}
-			i++
-		}
-	}
-	return -1
-}
-
-// madeFrom reports whether fn defines the variable name from a composite literal of typ.
-func madeFrom(fn *ast.FuncDecl, name, typ string) bool {
-	made := false
-	ast.Inspect(fn.Body, func(n ast.Node) bool {
-		if a, ok := n.(*ast.AssignStmt); ok && a.Tok == token.DEFINE && len(a.Lhs) == len(a.Rhs) {
-			for i, lhs := range a.Lhs {
-				lit, isLit := a.Rhs[i].(*ast.CompositeLit)
-				if id, ok := lhs.(*ast.Ident); ok && id.Name == name && isLit && typeName(lit.Type) == typ {
-					made = true
-				}
-			}
-		}
-		return true
-	})
-	return made
-}
-
-func merge(into, from map[string]bool) {
-	for k := range from {
-		into[k] = true
-	}
+	return all, columns
 }
 
 func sortedKeys(set map[string]bool) []string {
@@ -334,39 +57,6 @@ func sortedKeys(set map[string]bool) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// codeReasonColumns are where the code gives each reason, by the heading of the column
-// of docs/reference.md's table that says it.
-func codeReasonColumns(t *testing.T) (all map[string]bool, columns map[string]map[string]bool) {
-	t.Helper()
-	c := parseReasonCode(t)
-	all = map[string]bool{}
-	for _, value := range c.reasons {
-		all[value] = true
-	}
-	var notSynced map[string]bool
-	c.each(func(f string, n ast.Node, fn *ast.FuncDecl) {
-		if s, ok := n.(*ast.ValueSpec); ok && len(s.Names) == 1 && s.Names[0].Name == "notSyncedReasons" {
-			notSynced = map[string]bool{}
-			for _, elt := range s.Values[0].(*ast.CompositeLit).Elts {
-				merge(notSynced, c.of(elt, f, fn))
-			}
-		}
-	})
-	columns = map[string]map[string]bool{
-		"source Event":                      c.eventReasons("source_controller.go", "sync_controller.go"),
-		"ConfigMapSync or SecretSync Event": c.eventReasons("sync_controller.go", "source_controller.go"),
-		"`Ready`":                           c.conditionReasons(),
-		"`failedNamespaces`":                c.literals("v1alpha1.FailedNamespace", "Reason"),
-		"`cmsync_sources_not_synced`":       notSynced,
-	}
-	for heading, reasons := range columns {
-		if len(reasons) == 0 {
-			t.Fatalf("read no reason of the column %s from the code", heading)
-		}
-	}
-	return all, columns
 }
 
 // TestReferenceReasonsAreTheCodes reads docs/reference.md's table of reasons: a row for

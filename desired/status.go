@@ -79,6 +79,19 @@ func (s Summary) Problem() string {
 	}
 }
 
+// EventReason is the reason of the Event that reports the pass: Synced when every
+// target is in sync, Conflict when a target is in conflict, else Failed.
+func (s Summary) EventReason() string {
+	switch {
+	case s.State != v1alpha1.StatusDegraded:
+		return v1alpha1.ReasonSynced
+	case s.Conflicts > 0:
+		return v1alpha1.ReasonConflict
+	default:
+		return v1alpha1.ReasonFailed
+	}
+}
+
 // SyncedCount is the "<in sync>/<targets>" of the synced annotation.
 func (s Summary) SyncedCount() string { return fmt.Sprintf("%d/%d", s.Synced, s.Targets) }
 
@@ -192,12 +205,9 @@ func StatusPatch(src metav1.Object, status SourceStatus, changed bool, now time.
 	return annotationsPatch(src.GetUID(), src.GetResourceVersion(), annotations)
 }
 
-// statusAnnotations are the annotations cmsync writes onto a source.
-var statusAnnotations = []string{v1alpha1.StatusAnnotation, v1alpha1.SyncedAnnotation, v1alpha1.MessageAnnotation, v1alpha1.LastSyncTimeAnnotation}
-
 // HasStatus reports whether annotations hold any of cmsync's status annotations.
 func HasStatus(annotations map[string]string) bool {
-	for _, k := range statusAnnotations {
+	for _, k := range v1alpha1.StatusAnnotations() {
 		if _, ok := annotations[k]; ok {
 			return true
 		}
@@ -209,7 +219,7 @@ func HasStatus(annotations map[string]string) bool {
 // source, or returns nil when it has none.
 func ClearStatusPatch(uid string, current map[string]string) []byte {
 	annotations := map[string]any{}
-	for _, k := range statusAnnotations {
+	for _, k := range v1alpha1.StatusAnnotations() {
 		if _, ok := current[k]; ok {
 			annotations[k] = nil
 		}

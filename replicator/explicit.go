@@ -69,7 +69,7 @@ func setupSync[T desired.Object](
 	if err != nil {
 		return withoutCRD, fmt.Errorf("creating a client for the %s sources: %w", kind, err)
 	}
-	syncs := &syncReconciler[T]{client: mgr.GetClient(), sources: newSourceWatcher(ctx, shared.engine.kind, watching),
+	syncs := &syncForm[T]{client: mgr.GetClient(), sources: newSourceWatcher(ctx, shared.engine.kind, watching),
 		ownStatus: newOwnStatus(desired.SameSyncOutcome), door: shared}
 	if err := syncs.SetupWithManager(mgr, replicas, o.Controller); err != nil {
 		return withoutCRD, fmt.Errorf("setting up the %s controller: %w", kind, err)

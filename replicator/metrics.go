@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
 )
 
@@ -40,7 +39,7 @@ type replicaCounts struct{ sources, synced, conflict, failed int }
 const kindLabel = "kind"
 
 // notSyncedReasons are the values of cmsync_sources_not_synced's reason label.
-var notSyncedReasons = []string{v1alpha1.ReasonConflict, v1alpha1.ReasonFailed, v1alpha1.ReasonInvalid, v1alpha1.ReasonSourceNotFound}
+var notSyncedReasons = desired.ReasonsGiven(desired.NotSyncedMetric)
 
 // MetricNames are the names of cmsync's own metrics, as newMetrics registers them.
 func MetricNames() []string {

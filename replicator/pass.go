@@ -9,9 +9,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cmsync/cmsync/desired"
@@ -27,16 +29,147 @@ type Plan[T desired.Object] struct {
 	Boundary string
 }
 
-// run is the pass both front doors share: write the replica in every target namespace,
+// planOf is the plan of a resolved intent.
+func planOf[T desired.Object](intent desired.Intent[T]) Plan[T] {
+	return Plan[T]{Targets: intent.Targets.Namespaces, Template: intent.Template, Boundary: intent.Targets.Notice()}
+}
+
+// A form is one front door's way of naming an owner of replicas: an annotated source,
+// or a ConfigMapSync or SecretSync. The pass over an owner is the same for every form
+// (pass.Reconcile); a form says how to load an owner and decide what it wants, what to
+// do once its replicas are gone, and where to report (status annotations, or a
+// status with a Ready condition).
+type form[T desired.Object] interface {
+	// load reads the owner named key and decides what the pass does with it.
+	load(ctx context.Context, key types.NamespacedName) (subject[T], error)
+	// forget drops what the form keeps of an owner that is gone.
+	forget(owner desired.Owner)
+	// retired runs once every replica of an owner being retired is deleted.
+	retired(ctx context.Context, s subject[T]) error
+	// report writes the status of a pass that acted, and announces it.
+	report(ctx context.Context, s subject[T], pass desired.Summary) error
+	// reportProblem writes the status of an owner that cannot be acted on.
+	reportProblem(ctx context.Context, s subject[T]) error
+}
+
+// verdict is what a pass does with an owner.
+type verdict int
+
+const (
+	// skip: nothing is left of the owner to act on or to forget.
+	skip verdict = iota
+	// forget: the owner is gone and its replicas go with it (their owner references).
+	forget
+	// retire: delete every replica of the owner, then let it go (form.retired).
+	retire
+	// cannotAct: change nothing because of the owner; keep its replicas only where the
+	// namespaces still admit them (consent outranks a broken owner), and report why.
+	cannotAct
+	// act: bring the replicas in line with the plan.
+	act
+)
+
+// subject is one owner as a form loaded it.
+type subject[T desired.Object] struct {
+	verdict verdict
+	owner   desired.Owner
+	// object is what the form reports on: the source, or the ConfigMapSync or SecretSync.
+	object client.Object
+	// namespaces are the namespaces the decision was made from.
+	namespaces []desired.Namespace
+	// plan is what to write (act); when the owner cannot be acted on, it holds the
+	// targets that could be resolved, and no template.
+	plan Plan[T]
+	// problem is why the owner cannot be acted on, and origin the namespace whose
+	// consent it carries (desired.AdmittingNamespaces).
+	problem *desired.Problem
+	origin  desired.Origin
+}
+
+// cannotActOn marks the subject as one that cannot be acted on, for problem.
+func (s subject[T]) cannotActOn(object client.Object, origin desired.Origin, problem *desired.Problem) subject[T] {
+	s.verdict, s.object, s.origin, s.problem = cannotAct, object, origin, problem
+	return s
+}
+
+// pass is a front door: the one pass, over the form of its owners.
+type pass[T desired.Object] struct {
+	door[T]
+	form form[T]
+}
+
+// Reconcile is the pass over one owner: load it and decide (form.load, desired.Resolve),
+// then retire it, withdraw from the namespaces that no longer admit it, or write its
+// replicas; then report. Each pass recomputes everything from the caches, so a pass
+// after a restart is the same as any other.
+func (p *pass[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	defer func(start time.Time) { p.metrics.ObserveSync(time.Since(start)) }(time.Now())
+
+	s, err := p.form.load(ctx, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch s.verdict {
+	case skip:
+		return ctrl.Result{}, nil
+	case forget:
+		p.forget(s.owner)
+		return ctrl.Result{}, nil
+	case retire:
+		return ctrl.Result{}, p.retire(ctx, s)
+	case cannotAct:
+		return p.cannotAct(ctx, s)
+	}
+	summary, err := p.engine.run(ctx, s.owner, s.plan)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return p.finish(ctx, s.owner, summary, p.form.report(ctx, s, summary))
+}
+
+func (p *pass[T]) forget(owner desired.Owner) {
+	p.metrics.ForgetSource(owner)
+	p.form.forget(owner)
+}
+
+// retire deletes every replica of an owner that is gone, no longer a source, or being
+// deleted, then lets the form end what it keeps (status annotations, a finalizer).
+func (p *pass[T]) retire(ctx context.Context, s subject[T]) error {
+	p.forget(s.owner)
+	deleted, err := p.engine.deleteAll(ctx, s.owner)
+	if deleted > 0 {
+		log.FromContext(ctx).Info("deleted the replicas of an owner that is gone or retired", "deleted", deleted)
+	}
+	if err != nil {
+		return err
+	}
+	return p.form.retired(ctx, s)
+}
+
+// cannotAct handles an owner cmsync will not act on: nothing is created because of it,
+// its replicas are kept where the namespaces still admit it (and deleted elsewhere:
+// consent outranks a broken source), and the problem is reported.
+func (p *pass[T]) cannotAct(ctx context.Context, s subject[T]) (ctrl.Result, error) {
+	admitting := desired.AdmittingNamespaces(s.origin, s.namespaces, p.policy)
+	if _, err := p.engine.withdraw(ctx, s.owner, admitting); err != nil {
+		return ctrl.Result{}, err
+	}
+	p.metrics.RecordProblem(s.owner, s.problem.Reason)
+	err := p.form.reportProblem(ctx, s)
+	if err == nil && s.problem.Retried() {
+		err = s.problem // retried with backoff, and counted as a reconcile error
+	}
+	// Otherwise no retry (but for a status write that met a newer object).
+	return afterStatusWrite(ctx, err)
+}
+
+// run writes the replica in every target namespace,
 // then delete the owner's replicas that are no longer wanted (in a namespace that is no
 // longer a target, or under a name the owner no longer gives them).
 func (e *Engine[T]) run(ctx context.Context, owner desired.Owner, plan Plan[T]) (desired.Summary, error) {
 	owned, err := e.ownedBy(owner)
 	if err != nil {
 		return desired.Summary{}, err
-	}
-	if e.policy.IsReserved(plan.Template.Name()) { // the doors refuse such a source first
-		return desired.Summary{}, fmt.Errorf("refusing to write replicas named %s, a reserved name", plan.Template.Name())
 	}
 	current, unwanted := splitOwned(owned, owner, plan.Template.Name(), plan.Targets)
 	results := e.SyncTargets(ctx, owner, plan, current)

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // Every label, annotation and name cmsync reads or writes, built from one prefix.
 // docs/reference.md is the public contract for these values; they never change at run time.
 const (
@@ -101,14 +103,15 @@ const (
 	ReasonFailed   = "Failed"
 )
 
+// StatusAnnotations are the status annotations cmsync writes on a source.
+func StatusAnnotations() []string {
+	return []string{StatusAnnotation, SyncedAnnotation, MessageAnnotation, LastSyncTimeAnnotation}
+}
+
 // IsStatusAnnotation reports whether key is one of the status annotations cmsync writes
 // on a source.
 func IsStatusAnnotation(key string) bool {
-	switch key {
-	case StatusAnnotation, SyncedAnnotation, MessageAnnotation, LastSyncTimeAnnotation:
-		return true
-	}
-	return false
+	return slices.Contains(StatusAnnotations(), key)
 }
 
 // Names and condition vocabulary of the explicit kinds, ConfigMapSync and SecretSync.
