@@ -256,5 +256,5 @@ func (f *sourceForm[T]) SetupWithManager(
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(former, &handler.EnqueueRequestForObject{})).
 		WithOptions(options).
-		Complete(&pass[T]{door: f.door, form: r})
+		Complete(&pass[T]{door: f.door, form: f})
 }

@@ -303,5 +303,5 @@ func (f *syncForm[T]) SetupWithManager(mgr ctrl.Manager, replicas *replicacache.
 			builder.WithPredicates(predicates.NamespaceChanged())).
 		WatchesRawSource(source.Channel(f.sources.Events(), handler.EnqueueRequestsFromMapFunc(f.findSyncsForSource))).
 		WithOptions(options).
-		Complete(&pass[T]{door: f.door, form: r})
+		Complete(&pass[T]{door: f.door, form: f})
 }
