@@ -3,14 +3,12 @@ package replicator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -163,104 +161,11 @@ func (p *pass[T]) cannotAct(ctx context.Context, s subject[T]) (ctrl.Result, err
 	return afterStatusWrite(ctx, err)
 }
 
-// run writes the replica in every target namespace,
-// then delete the owner's replicas that are no longer wanted (in a namespace that is no
-// longer a target, or under a name the owner no longer gives them).
-func (e *Engine[T]) run(ctx context.Context, owner desired.Owner, plan Plan[T]) (desired.Summary, error) {
-	owned, err := e.ownedBy(owner)
-	if err != nil {
-		return desired.Summary{}, err
-	}
-	current, unwanted := splitOwned(owned, owner, plan.Template.Name(), plan.Targets)
-	results := e.SyncTargets(ctx, owner, plan, current)
-	deleted, cleanupErr := e.deleteReplicas(ctx, owner, unwanted)
-	summary := desired.Summarize(results, deleted, cleanupErr, plan.Template.Notice())
-	summary.Within(plan.Boundary)
-	return summary, nil
-}
-
-// deleteAll deletes every replica of owner, for a source that is gone or retired.
-func (e *Engine[T]) deleteAll(ctx context.Context, owner desired.Owner) (int, error) {
-	owned, err := e.ownedBy(owner)
-	if err != nil {
-		return 0, err
-	}
-	return e.deleteReplicas(ctx, owner, owned)
-}
-
-// withdraw deletes the replicas of owner in every namespace but admitting, for an owner
-// that cannot be acted on (Invalid, or its source missing): it keeps its replicas only
-// where the namespaces still admit them (desired.AdmittingNamespaces). Consent outranks
-// a broken source.
-func (e *Engine[T]) withdraw(ctx context.Context, owner desired.Owner, admitting []string) (int, error) {
-	owned, err := e.ownedBy(owner)
-	if err != nil {
-		return 0, err
-	}
-	keep := sets.New(admitting...)
-	var doomed []*metav1.PartialObjectMetadata
-	for _, obj := range owned {
-		if !keep.Has(obj.GetNamespace()) {
-			doomed = append(doomed, obj)
-		}
-	}
-	deleted, err := e.deleteReplicas(ctx, owner, doomed)
-	if deleted > 0 {
-		log.FromContext(ctx).Info("deleted the replicas of a source that cannot be acted on, in namespaces that no longer admit it", "deleted", deleted)
-	}
-	return deleted, err
-}
-
 // hasReplicaIn reports whether owner has a replica in namespace (or the replica cache
 // cannot tell): a namespace's event reaches an owner that cannot be acted on only there.
 func (d *door[T]) hasReplicaIn(owner desired.Owner, namespace string) bool {
 	owned, err := d.engine.ownedBy(owner)
 	return err != nil || slices.ContainsFunc(owned, func(obj *metav1.PartialObjectMetadata) bool { return obj.GetNamespace() == namespace })
-}
-
-// countIn counts the targets that hold a replica of owner named name, as they are.
-func (e *Engine[T]) countIn(owner desired.Owner, name string, targets []string) (int, error) {
-	owned, err := e.ownedBy(owner)
-	if err != nil {
-		return 0, err
-	}
-	current, _ := splitOwned(owned, owner, name, targets)
-	return len(current), nil
-}
-
-// ownedBy returns every replica of owner in the replica cache, whatever its name, but
-// those of a reserved name: cmsync never changes or deletes them, even when an earlier
-// version of cmsync wrote them.
-func (e *Engine[T]) ownedBy(owner desired.Owner) ([]*metav1.PartialObjectMetadata, error) {
-	owned, err := e.replicas.OwnedBy(owner.Key())
-	if err != nil {
-		return nil, fmt.Errorf("listing replicas of %s: %w", owner.Source, err)
-	}
-	if !slices.ContainsFunc(owned, e.hasReservedName) {
-		return owned, nil
-	}
-	return slices.DeleteFunc(slices.Clone(owned), e.hasReservedName), nil
-}
-
-func (e *Engine[T]) hasReservedName(obj *metav1.PartialObjectMetadata) bool {
-	return e.policy.IsReserved(obj.GetName())
-}
-
-// splitOwned separates the owner's replicas that are current (named name, in a target
-// namespace), by namespace, from those it does not want.
-func splitOwned(owned []*metav1.PartialObjectMetadata, owner desired.Owner, name string, targets []string) (
-	current map[string]*metav1.PartialObjectMetadata, unwanted []*metav1.PartialObjectMetadata,
-) {
-	targetSet := sets.New(targets...)
-	current = make(map[string]*metav1.PartialObjectMetadata, len(owned))
-	for _, obj := range owned {
-		if obj.GetName() == name && targetSet.Has(obj.GetNamespace()) && owner.Owns(obj) {
-			current[obj.GetNamespace()] = obj
-		} else {
-			unwanted = append(unwanted, obj)
-		}
-	}
-	return current, unwanted
 }
 
 // door is what both front doors share: the engine that writes their replicas, the
