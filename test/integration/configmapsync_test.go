@@ -33,25 +33,27 @@ func plainConfigMap(t *testing.T, namespace, name string, data map[string]string
 }
 
 // waitForReady waits for the Ready condition to have status and reason, and returns
-// the ConfigMapSync.
-func waitForReady(t *testing.T, sync *v1alpha1.ConfigMapSync, status metav1.ConditionStatus, reason string) *v1alpha1.ConfigMapSync {
+// the ConfigMapSync or SecretSync as the server has it.
+func waitForReady[S v1alpha1.Sync](t *testing.T, sync S, status metav1.ConditionStatus, reason string) S {
 	t.Helper()
 	return waitForReadyCount(t, sync, status, reason, "")
 }
 
 // waitForReadyCount is waitForReady that also waits for the synced count (any when "").
-func waitForReadyCount(t *testing.T, sync *v1alpha1.ConfigMapSync, status metav1.ConditionStatus, reason, synced string) *v1alpha1.ConfigMapSync {
+func waitForReadyCount[S v1alpha1.Sync](t *testing.T, sync S, status metav1.ConditionStatus, reason, synced string) S {
 	t.Helper()
-	got := &v1alpha1.ConfigMapSync{}
-	eventually(t, timeout, "Ready of "+sync.Name, func() error {
+	var got S
+	eventually(t, timeout, "Ready of "+sync.GetName(), func() error {
+		got = newLike(sync)
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(sync), got); err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
-		if c == nil || c.Status != status || c.Reason != reason || got.Status.ObservedGeneration != got.Generation ||
-			(synced != "" && got.Status.Synced != synced) {
+		st := got.SyncStatus()
+		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+		if c == nil || c.Status != status || c.Reason != reason || st.ObservedGeneration != got.GetGeneration() ||
+			(synced != "" && st.Synced != synced) {
 			return fmt.Errorf("Ready %+v, synced %q (observed %d of %d), want %s/%s %s",
-				c, got.Status.Synced, got.Status.ObservedGeneration, got.Generation, status, reason, synced)
+				c, st.Synced, st.ObservedGeneration, got.GetGeneration(), status, reason, synced)
 		}
 		return nil
 	})

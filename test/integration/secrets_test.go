@@ -44,27 +44,6 @@ func getSecret(namespace, name string) (*corev1.Secret, error) {
 	return s, k8s.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, s)
 }
 
-// waitForSecretStatus waits until the source Secret's status annotations say state
-// and synced ("" for any).
-func waitForSecretStatus(t *testing.T, src *corev1.Secret, state, synced string) *corev1.Secret {
-	t.Helper()
-	var got *corev1.Secret
-	eventually(t, timeout, "status of Secret "+src.Namespace+"/"+src.Name, func() error {
-		s, err := getSecret(src.Namespace, src.Name)
-		if err != nil {
-			return err
-		}
-		a := s.Annotations
-		if a[v1alpha1.StatusAnnotation] != state || synced != "" && a[v1alpha1.SyncedAnnotation] != synced {
-			return fmt.Errorf("status %q synced %q message %q, want %q %q", a[v1alpha1.StatusAnnotation], a[v1alpha1.SyncedAnnotation],
-				a[v1alpha1.MessageAnnotation], state, synced)
-		}
-		got = s
-		return nil
-	})
-	return got
-}
-
 // secretReplicas returns the replicas of src by namespace.
 func secretReplicas(t *testing.T, src *corev1.Secret) map[string]*corev1.Secret {
 	t.Helper()
@@ -138,7 +117,7 @@ func TestSecretsFanOutRenewAndRepair(t *testing.T) {
 
 	waitForSecretReplicas(t, cert, tlsData, a, b)
 	waitForSecretReplicas(t, pull, pullData, a, b)
-	waitForSecretStatus(t, cert, v1alpha1.StatusSynced, "2/2")
+	waitForSourceStatus(t, cert, v1alpha1.StatusSynced, "2/2")
 	waitForEvent(t, cert, v1alpha1.ReasonSynced, "in sync in 2 namespaces")
 
 	// A renewal: cert-manager writes a new certificate and key into the same Secret.
@@ -195,7 +174,7 @@ func TestSecretConflictAndIndependenceFromConfigMaps(t *testing.T) {
 	src := newSecretSource(t, srcNS, "app", corev1.SecretTypeOpaque, targets, data)
 	cm := newSource(t, srcNS, "app", targets, map[string]string{"setting": "on"})
 
-	degraded := waitForSecretStatus(t, src, v1alpha1.StatusDegraded, "1/2")
+	degraded := waitForSourceStatus(t, src, v1alpha1.StatusDegraded, "1/2")
 	if msg := degraded.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "conflict in "+taken+": a Secret not managed by cmsync exists") {
 		t.Errorf("message %q", msg)
 	}
@@ -236,7 +215,7 @@ func TestServiceAccountTokenSourceIsInvalid(t *testing.T) {
 		Type: corev1.SecretTypeServiceAccountToken,
 	}
 	must(t, k8s.Create(context.Background(), token))
-	invalid := waitForSecretStatus(t, token, v1alpha1.StatusInvalid, "")
+	invalid := waitForSourceStatus(t, token, v1alpha1.StatusInvalid, "")
 	if msg := invalid.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "a token must not leave its namespace") {
 		t.Errorf("message %q", msg)
 	}

@@ -32,25 +32,6 @@ func plainSecret(t *testing.T, namespace, name string, typ corev1.SecretType, da
 	return s
 }
 
-// waitForSecretSyncReady waits for the Ready condition to have status and reason (and
-// the synced count, any when ""), and returns the SecretSync.
-func waitForSecretSyncReady(t *testing.T, sync *v1alpha1.SecretSync, status metav1.ConditionStatus, reason, synced string) *v1alpha1.SecretSync {
-	t.Helper()
-	got := &v1alpha1.SecretSync{}
-	eventually(t, timeout, "Ready of "+sync.Name, func() error {
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(sync), got); err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
-		if c == nil || c.Status != status || c.Reason != reason || got.Status.ObservedGeneration != got.Generation ||
-			(synced != "" && got.Status.Synced != synced) {
-			return fmt.Errorf("Ready %+v, synced %q, want %s/%s %s", c, got.Status.Synced, status, reason, synced)
-		}
-		return nil
-	})
-	return got
-}
-
 // secretSyncReplicas returns the Secrets a SecretSync owns, by namespace.
 func secretSyncReplicas(t *testing.T, sync *v1alpha1.SecretSync) map[string]*corev1.Secret {
 	t.Helper()
@@ -125,11 +106,11 @@ func TestSecretSyncFansOutUnlabelledSecrets(t *testing.T) {
 
 	waitForSecretSyncReplicas(t, byName, tls.Name, corev1.SecretTypeTLS, tls.Data, named, base+"-a")
 	waitForSecretSyncReplicas(t, bySelector, opaque.Name, corev1.SecretTypeOpaque, opaque.Data, selected...)
-	ready := waitForSecretSyncReady(t, byName, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
+	ready := waitForReadyCount(t, byName, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
 	if ready.Status.Source != srcNS+"/"+tls.Name || ready.Status.TargetNamespaces != 2 || !slicesContain(ready.Finalizers, v1alpha1.CleanupFinalizer) {
 		t.Errorf("status %+v, finalizers %v", ready.Status, ready.Finalizers)
 	}
-	waitForSecretSyncReady(t, bySelector, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
+	waitForReadyCount(t, bySelector, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
 	waitForEvent(t, byName, v1alpha1.ReasonSynced, "2/2")
 
 	for _, src := range []*corev1.Secret{tls, opaque} {
@@ -257,7 +238,7 @@ func TestSecretSyncConflicts(t *testing.T) {
 		t,
 		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "shared", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}},
 	)
-	got := waitForSecretSyncReady(t, late, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "0/1")
+	got := waitForReadyCount(t, late, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "0/1")
 	if len(got.Status.FailedNamespaces) != 1 || got.Status.FailedNamespaces[0].Reason != v1alpha1.ReasonConflict ||
 		!strings.Contains(got.Status.FailedNamespaces[0].Message, "made for its annotations") {
 		t.Errorf("failedNamespaces %+v", got.Status.FailedNamespaces)
@@ -278,7 +259,7 @@ func TestSecretSyncConflicts(t *testing.T) {
 		t,
 		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "shared", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst, TargetName: "one"}},
 	)
-	got = waitForSecretSyncReady(t, second, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "0/1")
+	got = waitForReadyCount(t, second, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "0/1")
 	if msg := got.Status.FailedNamespaces[0].Message; !strings.Contains(msg, "managed by SecretSync "+first.Name) {
 		t.Errorf("conflict message %q", msg)
 	}
@@ -291,7 +272,7 @@ func TestSecretSyncConflicts(t *testing.T) {
 			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespace: dst, TargetName: "theirs"},
 		},
 	)
-	got = waitForSecretSyncReady(t, third, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "0/1")
+	got = waitForReadyCount(t, third, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "0/1")
 	if msg := got.Status.FailedNamespaces[0].Message; !strings.Contains(msg, "not managed by cmsync") {
 		t.Errorf("conflict message %q", msg)
 	}
@@ -329,7 +310,7 @@ func TestSecretSyncOfAServiceAccountTokenIsInvalid(t *testing.T) {
 		t,
 		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: token.Name, ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}},
 	)
-	got := waitForSecretSyncReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid, "")
+	got := waitForReadyCount(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid, "")
 	if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "a token must not leave its namespace") {
 		t.Errorf("message %q", msg)
 	}
@@ -370,7 +351,7 @@ func TestSecretSyncBadSpecsAndMissingSource(t *testing.T) {
 		t,
 		v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "x", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespaces: []string{"team-[a"}}},
 	)
-	got := waitForSecretSyncReady(t, malformed, metav1.ConditionFalse, v1alpha1.ReasonInvalid, "")
+	got := waitForReadyCount(t, malformed, metav1.ConditionFalse, v1alpha1.ReasonInvalid, "")
 	if msg := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, "malformed glob") {
 		t.Errorf("message %q", msg)
 	}
@@ -382,10 +363,10 @@ func TestSecretSyncBadSpecsAndMissingSource(t *testing.T) {
 			ReplicaSpec:     v1alpha1.ReplicaSpec{DestinationNamespace: dst, TargetName: v1alpha1.RootCAConfigMapName},
 		},
 	)
-	waitForSecretSyncReady(t, reserved, metav1.ConditionFalse, v1alpha1.ReasonInvalid, "")
+	waitForReadyCount(t, reserved, metav1.ConditionFalse, v1alpha1.ReasonInvalid, "")
 
 	late := newSecretSync(t, v1alpha1.SecretSyncSpec{SourceNamespace: srcNS, SecretName: "late", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: dst}})
-	got = waitForSecretSyncReady(t, late, metav1.ConditionFalse, v1alpha1.ReasonSourceNotFound, "0/1")
+	got = waitForReadyCount(t, late, metav1.ConditionFalse, v1alpha1.ReasonSourceNotFound, "0/1")
 	if msg := meta.FindStatusCondition(
 		got.Status.Conditions,
 		v1alpha1.ConditionReady,
@@ -397,5 +378,5 @@ func TestSecretSyncBadSpecsAndMissingSource(t *testing.T) {
 	}
 	src := plainSecret(t, srcNS, "late", corev1.SecretTypeOpaque, map[string][]byte{"k": []byte("v")})
 	waitForSecretSyncReplicas(t, late, "late", corev1.SecretTypeOpaque, src.Data, dst)
-	waitForSecretSyncReady(t, late, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+	waitForReadyCount(t, late, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
 }

@@ -355,7 +355,7 @@ func TestSecretFilteredToItsCA(t *testing.T) {
 		v1alpha1.KeysAnnotation:             "ca.crt",
 	}, map[string][]byte{"ca.crt": []byte("CA-1"), "tls.crt": []byte("CERT-1"), "tls.key": []byte("KEY-1")})
 	waitForShapedSecrets(t, src, "platform-ca", corev1.SecretTypeOpaque, map[string][]byte{"ca.crt": []byte("CA-1")}, a, b)
-	status := waitForSecretStatus(t, src, v1alpha1.StatusSynced, "2/2")
+	status := waitForSourceStatus(t, src, v1alpha1.StatusSynced, "2/2")
 	if msg := status.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(
 		msg,
 		"the replicas are of type Opaque: type kubernetes.io/tls needs tls.crt and tls.key",
@@ -372,7 +372,7 @@ func TestSecretFilteredToItsCA(t *testing.T) {
 	update(t, src, func(s *corev1.Secret) { s.Annotations[v1alpha1.KeysAnnotation] = "!ca.crt" })
 	waitForShapedSecrets(t, src, "platform-ca", corev1.SecretTypeTLS,
 		map[string][]byte{"tls.crt": []byte("CERT-1"), "tls.key": []byte("KEY-2")}, a, b)
-	waitForSecretStatus(t, src, v1alpha1.StatusSynced, "2/2")
+	waitForSourceStatus(t, src, v1alpha1.StatusSynced, "2/2")
 }
 
 // waitForShapedSecrets waits until src has replicas named name in exactly the

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -493,41 +494,42 @@ func getConfigMap(namespace, name string) (*corev1.ConfigMap, error) {
 
 const timeout = 20 * time.Second
 
-// waitForStatus waits until the source's status annotation is state and returns it.
-func waitForStatus(t *testing.T, src *corev1.ConfigMap, state string) *corev1.ConfigMap {
+// waitForSourceStatus waits until the status annotations of a source of either kind
+// say state and synced ("" for any), and returns the source as the server has it.
+func waitForSourceStatus[T client.Object](t *testing.T, src T, state, synced string) T {
 	t.Helper()
-	var got *corev1.ConfigMap
-	eventually(t, timeout, "status of "+src.Namespace+"/"+src.Name, func() error {
-		cm, err := getConfigMap(src.Namespace, src.Name)
-		if err != nil {
+	var got T
+	eventually(t, timeout, "status of "+src.GetNamespace()+"/"+src.GetName(), func() error {
+		got = newLike(src)
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(src), got); err != nil {
 			return err
 		}
-		if s := cm.Annotations[v1alpha1.StatusAnnotation]; s != state {
-			return fmt.Errorf("status %q (message %q), want %q", s, cm.Annotations[v1alpha1.MessageAnnotation], state)
+		a := got.GetAnnotations()
+		if a[v1alpha1.StatusAnnotation] != state || synced != "" && a[v1alpha1.SyncedAnnotation] != synced {
+			return fmt.Errorf("status %q synced %q message %q, want %q %q", a[v1alpha1.StatusAnnotation], a[v1alpha1.SyncedAnnotation],
+				a[v1alpha1.MessageAnnotation], state, synced)
 		}
-		got = cm
 		return nil
 	})
 	return got
 }
 
+// newLike returns a new, empty object of obj's type: a read into it holds only what the
+// server sent.
+func newLike[T client.Object](obj T) T {
+	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(T)
+}
+
+// waitForStatus waits until the source's status annotation is state and returns it.
+func waitForStatus(t *testing.T, src *corev1.ConfigMap, state string) *corev1.ConfigMap {
+	t.Helper()
+	return waitForSourceStatus(t, src, state, "")
+}
+
 // waitForSynced waits until the source is Synced with the given "n/n".
 func waitForSynced(t *testing.T, src *corev1.ConfigMap, synced string) *corev1.ConfigMap {
 	t.Helper()
-	var got *corev1.ConfigMap
-	eventually(t, timeout, "synced "+synced+" of "+src.Namespace+"/"+src.Name, func() error {
-		cm, err := getConfigMap(src.Namespace, src.Name)
-		if err != nil {
-			return err
-		}
-		a := cm.Annotations
-		if a[v1alpha1.StatusAnnotation] != v1alpha1.StatusSynced || a[v1alpha1.SyncedAnnotation] != synced {
-			return fmt.Errorf("status %q synced %q message %q", a[v1alpha1.StatusAnnotation], a[v1alpha1.SyncedAnnotation], a[v1alpha1.MessageAnnotation])
-		}
-		got = cm
-		return nil
-	})
-	return got
+	return waitForSourceStatus(t, src, v1alpha1.StatusSynced, synced)
 }
 
 // replicaNamespaces lists the namespaces holding a replica of src made for its

@@ -121,7 +121,7 @@ func TestTenantBoundaryBindsSecretsNotConfigMapSyncs(t *testing.T) {
 	data := map[string][]byte{"password": []byte("s3cret")}
 	secret := newSecretSource(t, srcNS, "db", corev1.SecretTypeOpaque, map[string]string{v1alpha1.TargetNamespacesAnnotation: mine + "," + other}, data)
 	waitForSecretReplicas(t, secret, data, mine)
-	got := waitForSecretStatus(t, secret, v1alpha1.StatusSynced, "1/1")
+	got := waitForSourceStatus(t, secret, v1alpha1.StatusSynced, "1/1")
 	if msg := got.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "1 matched namespace is outside tenant") {
 		t.Errorf("message %q", msg)
 	}
