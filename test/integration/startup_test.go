@@ -39,16 +39,29 @@ func TestStartAgainReasons(t *testing.T) {
 	_, scoped, err := bare.AddUser("cmsync-scoped")
 	must(t, err)
 	grant(t, admin, "", namespacesRule)
+	for _, row := range startRows(bare, admin, scoped) {
+		t.Run(row.name, func(t *testing.T) {
+			t.Parallel()
+			row.run(t, bare, admin)
+		})
+	}
+}
+
+// startRow is a reason to start again, or to go on with a start.
+type startRow struct {
+	name    string
+	listed  []string                  // --namespaces: each is made with its Role, but "later"
+	roleOff bool                      // "later" is made at the start, without its Role
+	asked   *rest.Config              // the identity the scope's checks ask for
+	options func(*replicator.Options) // the other flags
+	change  func(t *testing.T, ns func(string) string)
+	before  string // what the start reports before the change ("": nothing)
+	want    string // what it reports after the change
+}
+
+func startRows(bare *controlplane.Env, admin client.Client, scoped *rest.Config) []startRow {
 	noCRD := func(o *replicator.Options) { o.ConfigMapSync = replicator.SyncDisabled }
-	for _, tc := range []struct {
-		name    string
-		listed  []string                  // --namespaces: each is made with its Role, but "later"
-		asked   *rest.Config              // the identity the scope's checks ask for
-		options func(*replicator.Options) // the other flags
-		change  func(t *testing.T, ns func(string) string)
-		before  string // what the start reports before the change ("": nothing)
-		want    string // what it reports after the change
-	}{{
+	return []startRow{{
 		name:   "a start that can serve none of its --namespaces waits for one",
 		listed: []string{"later"}, asked: bare.Config, options: noCRD,
 		change: func(t *testing.T, ns func(string) string) { makeNamespace(t, admin, ns("later")) },
@@ -60,7 +73,7 @@ func TestStartAgainReasons(t *testing.T) {
 		before: "serving [served]", want: "starting again: listed namespaces now reachable: [later]",
 	}, {
 		name:   "a listed namespace where cmsync may list only after the start",
-		listed: []string{"served", "later"}, asked: scoped, options: noCRD,
+		listed: []string{"served", "later"}, roleOff: true, asked: scoped, options: noCRD,
 		change: func(t *testing.T, ns func(string) string) { grant(t, admin, ns("later"), configMapsRule) },
 		before: "serving [served]", want: "starting again: listed namespaces now reachable: [later]",
 	}, {
@@ -77,32 +90,32 @@ func TestStartAgainReasons(t *testing.T) {
 		},
 		change: func(t *testing.T, _ func(string) string) { installCRD(t, bare, "cmsync.io_secretsyncs.yaml") },
 		before: "serving []", want: "starting again: the API server now serves SecretSync",
-	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			suffix := randomSuffix()
-			ns := func(name string) string { return "start-" + name + "-" + suffix }
-			var listed []string
-			for _, name := range tc.listed {
-				listed = append(listed, ns(name))
-				if name == "later" && tc.asked == bare.Config {
-					continue
-				}
-				makeNamespace(t, admin, ns(name))
-				if name != "later" {
-					grant(t, admin, ns(name), configMapsRule)
-				}
-			}
-			short := strings.NewReplacer(ns("served"), "served", ns("later"), "later")
-			events := startReporting(t, bare, tc.asked, listed, tc.options)
-			if tc.before != "" {
-				expectReport(t, events, short, 30*time.Second, tc.before)
-			}
-			expectReport(t, events, short, startupRecheck+5*time.Second, "")
-			tc.change(t, ns)
-			expectReport(t, events, short, 90*time.Second, tc.want)
-		})
+	}}
+}
+
+// run arranges the row's namespaces (with random names), starts cmsync, and checks
+// what it reports before and after the change.
+func (row startRow) run(t *testing.T, bare *controlplane.Env, admin client.Client) {
+	suffix := randomSuffix()
+	ns := func(name string) string { return "start-" + name + "-" + suffix }
+	var listed []string
+	for _, name := range row.listed {
+		listed = append(listed, ns(name))
+		if name != "later" || row.roleOff {
+			makeNamespace(t, admin, ns(name))
+		}
+		if name != "later" {
+			grant(t, admin, ns(name), configMapsRule)
+		}
 	}
+	short := strings.NewReplacer(ns("served"), "served", ns("later"), "later")
+	events := startReporting(t, bare, row.asked, listed, row.options)
+	if row.before != "" {
+		expectReport(t, events, short, 30*time.Second, row.before)
+	}
+	expectReport(t, events, short, startupRecheck+5*time.Second, "")
+	row.change(t, ns)
+	expectReport(t, events, short, 90*time.Second, row.want)
 }
 
 var (
