@@ -26,7 +26,9 @@ func TestAllows(t *testing.T) {
 		{"another group", []authorizationv1.ResourceRule{rule([]string{"apps"}, []string{"configmaps"}, all, nil)}, false},
 		{"named objects only", []authorizationv1.ResourceRule{rule(core, []string{"configmaps"}, all, []string{"app"})}, false},
 		{"no rule", nil, false},
-		{"one rule of several", []authorizationv1.ResourceRule{rule(core, []string{"pods"}, all, nil), rule(core, []string{"configmaps"}, []string{"list"}, nil)}, true},
+		{"one rule of several", []authorizationv1.ResourceRule{
+			rule(core, []string{"pods"}, all, nil), rule(core, []string{"configmaps"}, []string{"list"}, nil),
+		}, true},
 	} {
 		if got := allows(tc.rules, "configmaps", "list"); got != tc.want {
 			t.Errorf("%s: allows(list configmaps) = %v, want %v", tc.name, got, tc.want)

@@ -98,7 +98,7 @@ func startRows(bare *controlplane.Env, admin client.Client, scoped *rest.Config)
 func (row startRow) run(t *testing.T, bare *controlplane.Env, admin client.Client) {
 	suffix := randomSuffix()
 	ns := func(name string) string { return "start-" + name + "-" + suffix }
-	var listed []string
+	listed := make([]string, 0, len(row.listed))
 	for _, name := range row.listed {
 		listed = append(listed, ns(name))
 		if name != "later" || row.roleOff {
