@@ -73,6 +73,8 @@ func AddStartAgain(mgr ctrl.Manager, cs kubernetes.Interface, scope Scope, serve
 // condition is a reason to start again: "" while there is none.
 type condition func(ctx context.Context) (reason string, err error)
 
+// startAgain is the runnable AddStartAgain adds: every recheck it asks each condition,
+// and calls stop with the first reason it gets.
 type startAgain struct {
 	conditions []condition
 	// synced waits for the caches: the namespaces are read from the manager's, and a
