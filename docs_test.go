@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/cmsync/cmsync/internal/startup"
 	"github.com/cmsync/cmsync/replicator"
 )
 
@@ -108,7 +109,7 @@ func reference(t *testing.T) string {
 func TestReferenceNamesEveryFlag(t *testing.T) {
 	ref := reference(t)
 	fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
-	bindFlags(fs)
+	startup.BindFlags(fs)
 	names := []string{"kubeconfig"} // controller-runtime's, on the process's flag set
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	for _, name := range names {

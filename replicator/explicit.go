@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,10 +23,6 @@ const (
 	SyncEnabled  = "enabled"
 	SyncDisabled = "disabled"
 )
-
-// crdRecheck is how often cmsync looks for the CRD of an explicit kind that "auto"
-// found missing at its start.
-const crdRecheck = 30 * time.Second
 
 // checkSyncModes refuses a mode that is none of the three, and SecretSync forced on
 // without Secrets.
@@ -49,8 +44,8 @@ func checkSyncModes(o Options) error {
 // of the door's kind (ConfigMapSync, SecretSync). A kind "auto" runs without because
 // its CRD is missing is added to withoutCRD.
 func setupSync[T desired.Object](
-	ctx context.Context, mgr ctrl.Manager, o Options, mode string, shared door[T], replicas *replicacache.Cache[T], withoutCRD []string,
-) ([]string, error) {
+	ctx context.Context, mgr ctrl.Manager, o Options, mode string, shared door[T], replicas *replicacache.Cache[T], withoutCRD []schema.GroupVersionKind,
+) ([]schema.GroupVersionKind, error) {
 	kind := shared.engine.kind.NewSync().SyncSpec().Kind
 	run, err := servesCRD(mgr.GetRESTMapper(), kind, mode)
 	switch {
@@ -58,7 +53,7 @@ func setupSync[T desired.Object](
 		return withoutCRD, fmt.Errorf("--%s=%s: %w", strings.ToLower(kind), mode, err)
 	case !run && mode == SyncAuto:
 		log.FromContext(ctx).Info("the " + kind + " controller waits for its CRD: cmsync starts it once the API server serves " + kind)
-		return append(withoutCRD, kind), nil
+		return append(withoutCRD, v1alpha1.GroupVersion.WithKind(kind)), nil
 	case !run:
 		log.FromContext(ctx).Info("the "+kind+" controller is off", strings.ToLower(kind), mode)
 		return withoutCRD, nil
@@ -97,31 +92,3 @@ func servesCRD(mapper meta.RESTMapper, kind, mode string) (bool, error) {
 		return false, fmt.Errorf("looking up the %s CRD: %w", kind, err)
 	}
 }
-
-// awaitCRDs calls startAgain once the API server serves the CRD of one of kinds. It
-// runs in every process, leading or not, so that a standby starts again too.
-type awaitCRDs struct {
-	mapper     meta.RESTMapper
-	kinds      []string
-	startAgain func(reason string)
-}
-
-func (a awaitCRDs) Start(ctx context.Context) error {
-	ticker := time.NewTicker(crdRecheck)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-		for _, kind := range a.kinds {
-			if served, err := servesCRD(a.mapper, kind, SyncAuto); err == nil && served {
-				a.startAgain("the API server now serves " + kind)
-				return nil
-			}
-		}
-	}
-}
-
-func (awaitCRDs) NeedLeaderElection() bool { return false }

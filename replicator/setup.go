@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -39,13 +40,16 @@ type Options struct {
 	// SecretSync runs the SecretSync controller, as ConfigMapSync says for its own,
 	// when Secrets is on. Empty, either is "auto".
 	SecretSync string
-	// StartAgain, when set, is called once the API server serves the CRD of an
-	// explicit kind that "auto" found missing at the start: cmsync then starts again
-	// to run its controller.
-	StartAgain func(reason string)
-	// CachesSynced, when set, is called once every cache the controllers read has
-	// listed, whether or not this process leads: the end of a start's burst.
-	CachesSynced func()
+}
+
+// Served is what Setup set up, as the process running mgr needs to know it.
+type Served struct {
+	// WithoutCRD are the explicit kinds "auto" left off because the API server does not
+	// serve their CRD: their controllers run from cmsync's next start.
+	WithoutCRD []schema.GroupVersionKind
+	// CachesSynced waits until every cache the controllers read has listed, whether or
+	// not this process leads; false when ctx ends first.
+	CachesSynced func(context.Context) bool
 }
 
 // The names of the source controllers. A controller's name is the controller label of
@@ -79,10 +83,10 @@ const metadataAnswersFrom = 256 << 10
 // Options.SecretSync say, the controller of the explicit kind (ConfigMapSync,
 // SecretSync). mgr's cache must be built with ManagerCacheOptions(o) and its scheme
 // must include v1alpha1.
-func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (Served, error) {
 	o.ConfigMapSync, o.SecretSync = cmp.Or(o.ConfigMapSync, SyncAuto), cmp.Or(o.SecretSync, SyncAuto)
 	if err := checkSyncModes(o); err != nil {
-		return err
+		return Served{}, err
 	}
 	kinds := []string{desired.ConfigMapKind{}.Name()}
 	if o.Secrets {
@@ -91,36 +95,27 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	metrics := newMetrics(o.Registerer, kinds...)
 	configMaps, configMapReplicas, err := setupKind(ctx, mgr, o, desired.ConfigMapKind{}, configMapSourceController, metrics)
 	if err != nil {
-		return err
+		return Served{}, err
 	}
-	var withoutCRD []string
-	if withoutCRD, err = setupSync(ctx, mgr, o, o.ConfigMapSync, configMaps, configMapReplicas, withoutCRD); err != nil {
-		return err
+	var served Served
+	if served.WithoutCRD, err = setupSync(ctx, mgr, o, o.ConfigMapSync, configMaps, configMapReplicas, served.WithoutCRD); err != nil {
+		return Served{}, err
 	}
 	caches := []cache.Cache{mgr.GetCache(), configMapReplicas}
 	if o.Secrets {
 		secrets, secretReplicas, err := setupKind(ctx, mgr, o, desired.SecretKind{}, secretSourceController, metrics)
 		if err != nil {
-			return err
+			return Served{}, err
 		}
-		if withoutCRD, err = setupSync(ctx, mgr, o, o.SecretSync, secrets, secretReplicas, withoutCRD); err != nil {
-			return err
+		if served.WithoutCRD, err = setupSync(ctx, mgr, o, o.SecretSync, secrets, secretReplicas, served.WithoutCRD); err != nil {
+			return Served{}, err
 		}
 		caches = append(caches, secretReplicas)
 	} else if o.SecretSync != SyncDisabled {
 		log.FromContext(ctx).Info("the SecretSync controller is off: Secrets are disabled (--secrets=disabled); SecretSyncs are left as they are")
 	}
-	if len(withoutCRD) > 0 && o.StartAgain != nil {
-		if err := mgr.Add(awaitCRDs{mapper: mgr.GetRESTMapper(), kinds: withoutCRD, startAgain: o.StartAgain}); err != nil {
-			return fmt.Errorf("adding the wait for CRDs: %w", err)
-		}
-	}
-	if o.CachesSynced != nil {
-		if err := mgr.Add(whenSynced{synced: allSynced(caches...), then: o.CachesSynced}); err != nil {
-			return fmt.Errorf("adding the caches' start signal: %w", err)
-		}
-	}
-	return nil
+	served.CachesSynced = allSynced(caches...)
+	return served, nil
 }
 
 // setupKind adds the replica cache and the source controller (named name) of kind to
@@ -188,19 +183,3 @@ func allSynced(caches ...cache.Cache) func(context.Context) bool {
 		return true
 	}
 }
-
-// whenSynced calls then once synced reports the caches listed. It runs in every
-// process, leading or not: a standby fills its caches as the leader does.
-type whenSynced struct {
-	synced func(context.Context) bool
-	then   func()
-}
-
-func (w whenSynced) Start(ctx context.Context) error {
-	if w.synced(ctx) {
-		w.then()
-	}
-	return nil // or stopping
-}
-
-func (whenSynced) NeedLeaderElection() bool { return false }

@@ -51,8 +51,8 @@ var (
 // All are the policy flags, in the order they are documented.
 var All = []Flag{Namespaces, ExcludeNamespaces, SourceNamespaces, MaxReplicatedBytes, ReservedNames, TenantLabel}
 
-// The controller's flags that say which kinds and explicit forms it runs at all. main.go
-// binds them (main_test.go checks that names and defaults agree); kubectl cmsync reads
+// The controller's flags that say which kinds and explicit forms it runs at all. internal/startup
+// binds them (its tests check that names and defaults agree); kubectl cmsync reads
 // them because a copy taken over into a kind or form the controller does not run would
 // be a replica that no controller keeps.
 var (
@@ -73,7 +73,7 @@ var Kinds = []Flag{Secrets, ConfigMapSync, SecretSync}
 
 // BoolFlags are the controller's flags that take no value of their own ("--leader-elect",
 // never "--leader-elect true"): FromArgs must know them to tell a flag's value from the
-// argument after it. main_test.go checks the list against the controller's flag set.
+// argument after it. internal/startup's tests check the list against the controller's flag set.
 var BoolFlags = []string{"leader-elect", "metrics-secure", "profiling", "zap-devel"}
 
 // Values are the policy flags' values by name (and the Kinds flags', where read).

@@ -36,7 +36,7 @@ func TestRuns(t *testing.T) {
 	}
 }
 
-// FromArgs refuses what cannot be told from the arguments alone (main_test.go checks
+// FromArgs refuses what cannot be told from the arguments alone (internal/startup's tests check
 // it against the controller's own flag set for everything else).
 func TestFromArgsRefusesTheEnvironment(t *testing.T) {
 	for _, args := range [][]string{{"--exclude-namespaces=$(X)"}, {"$(EXTRA_ARGS)"}, {"--zap-log-level=info", "--tenant-label", "$(T)"}} {

@@ -11,7 +11,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -21,7 +20,7 @@ import (
 
 func setupError(t *testing.T, env *controlplane.Env, mode string) error {
 	t.Helper()
-	_, err := setupWith(t, env, func(o *replicator.Options) { o.ConfigMapSync = mode })
+	_, _, err := setupWith(t, env, func(o *replicator.Options) { o.ConfigMapSync = mode })
 	return err
 }
 
@@ -65,8 +64,8 @@ func TestConfigMapSyncModes(t *testing.T) {
 }
 
 // setupWith sets cmsync up against env with the options as change leaves them, and
-// returns the manager (not started) or the setup's error.
-func setupWith(t *testing.T, env *controlplane.Env, change func(*replicator.Options)) (ctrl.Manager, error) {
+// returns the manager (not started) and what Setup served, or the setup's error.
+func setupWith(t *testing.T, env *controlplane.Env, change func(*replicator.Options)) (ctrl.Manager, replicator.Served, error) {
 	t.Helper()
 	o := replicator.Options{Policy: defaultPolicy(), Writers: 1, ConflictRecheck: time.Second, Registerer: prometheus.NewRegistry()}
 	change(&o)
@@ -77,12 +76,16 @@ func setupWith(t *testing.T, env *controlplane.Env, change func(*replicator.Opti
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr(true)},
 	})
-	must(t, err)
-	return mgr, replicator.Setup(context.Background(), mgr, o)
+	if err != nil {
+		return nil, replicator.Served{}, err
+	}
+	served, err := replicator.Setup(context.Background(), mgr, o)
+	return mgr, served, err
 }
 
 // --secretsync: enabled refuses to start without the CRD or without Secrets, saying
-// what to do; auto runs without the CRD and starts again once it is installed.
+// what to do; auto runs without the CRD (and starts again once it is installed:
+// TestStartAgainReasons).
 func TestSecretSyncModes(t *testing.T) {
 	bare, err := controlplane.Start() // no CRDs installed
 	must(t, err)
@@ -97,30 +100,16 @@ func TestSecretSyncModes(t *testing.T) {
 		{false, replicator.SyncEnabled, "it needs --secrets=enabled"},
 		{true, "sometimes", "must be auto, enabled or disabled"},
 	} {
-		_, err := setupWith(t, bare, func(o *replicator.Options) { o.Secrets, o.SecretSync = tc.secrets, tc.mode })
+		_, _, err := setupWith(t, bare, func(o *replicator.Options) { o.Secrets, o.SecretSync = tc.secrets, tc.mode })
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--secretsync") {
 			t.Errorf("secrets %v, --secretsync=%s: %v, want an error saying %q", tc.secrets, tc.mode, err, tc.want)
 		}
 	}
 
-	startedAgain := make(chan string, 1)
-	mgr, err := setupWith(t, bare, func(o *replicator.Options) {
+	if _, _, err := setupWith(t, bare, func(o *replicator.Options) {
 		o.Secrets, o.SecretSync, o.ConfigMapSync = true, replicator.SyncAuto, replicator.SyncDisabled
-		o.StartAgain = func(reason string) { startedAgain <- reason }
-	})
-	must(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = mgr.Start(ctx) }()
-	_, err = envtest.InstallCRDs(bare.Config, envtest.CRDInstallOptions{Paths: []string{"../../deploy/crds/cmsync.io_secretsyncs.yaml"}})
-	must(t, err)
-	select {
-	case reason := <-startedAgain:
-		if !strings.Contains(reason, v1alpha1.SecretSyncKind) {
-			t.Errorf("started again because %q", reason)
-		}
-	case <-time.After(90 * time.Second):
-		t.Error("the SecretSync CRD installed after the start: cmsync did not start again to run its controller")
+	}); err != nil {
+		t.Errorf("secrets, --secretsync=auto without the CRD: %v", err)
 	}
 }
 

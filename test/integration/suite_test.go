@@ -298,7 +298,7 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	if err := replicator.Setup(ctx, mgr, o); err != nil {
+	if _, err := replicator.Setup(ctx, mgr, o); err != nil {
 		t.Fatalf("setting up controller: %v", err)
 	}
 	go func() {

@@ -1,4 +1,4 @@
-package main
+package startup
 
 import (
 	"flag"
@@ -42,7 +42,7 @@ func TestMalformedPolicyFlagsStopTheStart(t *testing.T) {
 		{"--namespaces=Team", `--namespaces: entry "Team" is not a namespace name`},
 	} {
 		fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
-		o := bindFlags(fs)
+		o := BindFlags(fs)
 		if err := fs.Parse([]string{tc.arg}); err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestMalformedPolicyFlagsStopTheStart(t *testing.T) {
 		}
 	}
 	fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
-	o := bindFlags(fs)
+	o := BindFlags(fs)
 	if err := fs.Parse([]string{"--reserved-names=istio-ca-root-cert, openshift-service-ca.crt", "--tenant-label=capsule.clastix.io/tenant"}); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestMalformedPolicyFlagsStopTheStart(t *testing.T) {
 // the same flags without a value, the same value for every argument list.
 func TestThePluginReadsTheFlagsAsTheControllerDoes(t *testing.T) {
 	fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
-	bindFlags(fs)
+	BindFlags(fs)
 	var bools []string
 	fs.VisitAll(func(f *flag.Flag) {
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
@@ -98,7 +98,7 @@ func TestThePluginReadsTheFlagsAsTheControllerDoes(t *testing.T) {
 	} {
 		fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		bindFlags(fs)
+		BindFlags(fs)
 		parseErr := fs.Parse(args)
 		values, err := policyflags.FromArgs(args)
 		if (parseErr == nil) != (err == nil) {

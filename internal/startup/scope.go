@@ -1,8 +1,9 @@
-package replicator
+package startup
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cmsync/cmsync/desired"
 )
@@ -20,16 +20,60 @@ import (
 // list yet (its Role comes with the namespace: a Role cannot precede its namespace),
 // would never list, and the caches would never sync: cmsync would serve nothing. So
 // cmsync serves the listed namespaces it can reach at its start, and checks the others
-// every scopeRecheck; once one is reachable it starts again (Rescope) to serve it too.
+// every recheck; once one is reachable it starts again to serve it too (StartAgain).
 // A restart of cmsync writes nothing when every replica is in sync.
 
-// scopeRecheck is how often cmsync checks whether a listed namespace it cannot serve
-// yet has become reachable.
-const scopeRecheck = 30 * time.Second
+// scopeWait is how often a start that can serve none of the listed namespaces looks
+// again before it goes on.
+const scopeWait = 10 * time.Second
 
-// ListNamespaces reads every namespace from the API server, before the manager's cache
-// holds them (at a start).
-func ListNamespaces(ctx context.Context, cs kubernetes.Interface) ([]desired.Namespace, error) {
+// Scope is what cmsync serves of the namespaces it lists (--namespaces) at a start.
+// The zero Scope is every namespace.
+type Scope struct {
+	// Served are the listed namespaces cmsync can reach: its caches' namespaces.
+	Served []string
+	// Waiting are the listed namespaces it cannot reach yet.
+	Waiting []string
+	// secrets says whether reaching a namespace takes the Secrets' grants too.
+	secrets bool
+}
+
+// ServedScope splits the listed namespaces into those cmsync can serve now and the
+// others, logging each of these with its reason. While it can serve none, it waits:
+// with an empty scope cmsync would serve every namespace. Without listed namespaces
+// it asks nothing.
+func ServedScope(ctx context.Context, cs kubernetes.Interface, listed []string, secrets bool) (Scope, error) {
+	if len(listed) == 0 {
+		return Scope{}, nil
+	}
+	logger := ctrl.Log.WithName("scope")
+	for {
+		namespaces, err := listNamespaces(ctx, cs)
+		if err != nil {
+			return Scope{}, err
+		}
+		served, reasons, err := reachable(ctx, cs, namespaces, listed, secrets)
+		if err != nil {
+			return Scope{}, err
+		}
+		for _, ns := range slices.Sorted(maps.Keys(reasons)) {
+			logger.Info("a namespace of --namespaces is not served yet; cmsync serves it once it can", "namespace", ns, "reason", reasons[ns])
+		}
+		if len(served) > 0 {
+			return Scope{Served: served, Waiting: slices.Sorted(maps.Keys(reasons)), secrets: secrets}, nil
+		}
+		logger.Info("cmsync can serve none of its --namespaces yet; waiting", "namespaces", listed)
+		select {
+		case <-ctx.Done():
+			return Scope{}, ctx.Err()
+		case <-time.After(scopeWait):
+		}
+	}
+}
+
+// listNamespaces reads every namespace from the API server, before the manager's cache
+// holds them.
+func listNamespaces(ctx context.Context, cs kubernetes.Interface) ([]desired.Namespace, error) {
 	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
@@ -41,12 +85,12 @@ func ListNamespaces(ctx context.Context, cs kubernetes.Interface) ([]desired.Nam
 	return namespaces, nil
 }
 
-// Reachable splits the listed namespaces into those cmsync can serve now — the
+// reachable splits the listed namespaces into those cmsync can serve now — the
 // namespace is among namespaces, not terminating, and cmsync may list and watch the
 // kinds it replicates there — and the others, each with its reason.
-func Reachable(
+func reachable(
 	ctx context.Context, cs kubernetes.Interface, namespaces []desired.Namespace, listed []string, secrets bool,
-) (reachable []string, waiting map[string]string, err error) {
+) (served []string, waiting map[string]string, err error) {
 	exists := map[string]bool{}
 	for _, ns := range namespaces {
 		exists[ns.Name] = !ns.Terminating
@@ -65,9 +109,9 @@ func Reachable(
 			waiting[ns] = "cmsync may not " + missing + " there (the chart's Role in that namespace is missing)"
 			continue
 		}
-		reachable = append(reachable, ns)
+		served = append(served, ns)
 	}
-	return reachable, waiting, nil
+	return served, waiting, nil
 }
 
 // missingGrants names what cmsync may not do in namespace of what its caches need
@@ -103,51 +147,3 @@ func allows(rules []authorizationv1.ResourceRule, resource, verb string) bool {
 func matches(values []string, want string) bool {
 	return slices.Contains(values, want) || slices.Contains(values, "*")
 }
-
-// Rescope checks every scopeRecheck whether a listed namespace cmsync could not serve
-// at its start has become reachable, and calls restart once one has. It runs in every
-// process, leading or not, and reads the namespaces from the manager's cache.
-type Rescope struct {
-	clientset  kubernetes.Interface
-	namespaces namespaceLister
-	synced     func(context.Context) bool
-	waiting    []string
-	secrets    bool
-	restart    func(reason string)
-}
-
-// NewRescope is the recheck of the waiting namespaces, for mgr.Add.
-func NewRescope(ctx context.Context, mgr ctrl.Manager, cs kubernetes.Interface, waiting []string, secrets bool, restart func(reason string)) (Rescope, error) {
-	namespaces, err := newNamespaceLister(ctx, mgr.GetCache())
-	if err != nil {
-		return Rescope{}, err
-	}
-	return Rescope{clientset: cs, namespaces: namespaces, synced: allSynced(mgr.GetCache()), waiting: waiting, secrets: secrets, restart: restart}, nil
-}
-
-func (r Rescope) Start(ctx context.Context) error {
-	if len(r.waiting) == 0 || !r.synced(ctx) {
-		return nil
-	}
-	logger := log.FromContext(ctx).WithName("scope")
-	ticker := time.NewTicker(scopeRecheck)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-		reachable, _, err := Reachable(ctx, r.clientset, r.namespaces.List(), r.waiting, r.secrets)
-		if err != nil {
-			logger.Error(err, "checking the listed namespaces cmsync does not serve yet")
-			continue
-		}
-		if len(reachable) > 0 {
-			r.restart(fmt.Sprintf("listed namespaces now reachable: %v", reachable))
-			return nil
-		}
-	}
-}
-
-func (Rescope) NeedLeaderElection() bool { return false }
