@@ -22,7 +22,7 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/predicates"
-	"github.com/cmsync/cmsync/replicator/replicacache"
+	"github.com/cmsync/cmsync/replicator/replicastore"
 )
 
 // sourceReconciler is the annotation form's front door for kind T: it replicates every
@@ -275,7 +275,7 @@ func (r *sourceReconciler[T]) findSourcesForNamespace(ctx context.Context, obj c
 // mapped to their source), namespaces (mapped to the sources that may target them) and
 // the former sources found at the start of a term (formerSources).
 func (r *sourceReconciler[T]) SetupWithManager(
-	mgr ctrl.Manager, replicas *replicacache.Cache[T], former <-chan event.GenericEvent, options controller.Options,
+	mgr ctrl.Manager, replicas *replicastore.Store[T], former <-chan event.GenericEvent, options controller.Options,
 ) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(r.name).

@@ -25,7 +25,7 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/predicates"
-	"github.com/cmsync/cmsync/replicator/replicacache"
+	"github.com/cmsync/cmsync/replicator/replicastore"
 )
 
 // syncReconciler is the explicit front door for sources of kind T: ConfigMapSync for
@@ -334,7 +334,7 @@ func syncControllerName(explicit v1alpha1.Sync) string {
 
 // SetupWithManager watches the explicit objects, their replicas, the namespaces they
 // may target and, through the sourceWatcher, the sources they name.
-func (r *syncReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas *replicacache.Cache[T], options controller.Options) error {
+func (r *syncReconciler[T]) SetupWithManager(mgr ctrl.Manager, replicas *replicastore.Store[T], options controller.Options) error {
 	explicit := r.engine.kind.NewSync()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(syncControllerName(explicit)).
