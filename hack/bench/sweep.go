@@ -335,7 +335,7 @@ func (s *sweepRound) writersInTurn() {
 }
 
 // watchMetadata opens a metadata-only watch of the bench's kind of objects matching
-// selector, as cmsync's replica cache watches its replicas, and drains it as a
+// selector, as cmsync's replica store watches its replicas, and drains it as a
 // reflector does, until the function it returns is called.
 func (b *bench) watchMetadata(ctx context.Context, selector string) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
