@@ -16,7 +16,7 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
-	"github.com/cmsync/cmsync/replicator/replicacache"
+	"github.com/cmsync/cmsync/replicator/replicastore"
 )
 
 // The caches hold only what cmsync manages, so memory grows with the sources and
@@ -26,7 +26,7 @@ import (
 //     in each namespace cmsync serves (--namespaces), reduced to what routes events
 //     (sourceTransform); a pass reads the source whole (sourceContents), and
 //     namespaces as metadata only (names, labels, deletion, cmsync.io/accept-from);
-//   - the replica cache of each kind (replicacache): the objects carrying cmsync's
+//   - the replica store of each kind (replicastore): the objects carrying cmsync's
 //     managed-by label.
 // One informer per kind takes one label selector, and sources and replicas carry
 // different labels (a replica never carries the replicate label, so it can never become
@@ -41,7 +41,7 @@ func ManagerCacheOptions(o Options) cache.Options {
 		Transform: sourceTransform,
 		// In scoped mode, one informer per namespace served: cmsync lists and watches
 		// sources there alone, under the Roles of those namespaces.
-		Namespaces: replicacache.PerNamespace(o.Policy.Scope),
+		Namespaces: replicastore.PerNamespace(o.Policy.Scope),
 		// Nothing modifies what it reads of them (a pass reads the source whole).
 		UnsafeDisableDeepCopy: ptr.To(true),
 	}

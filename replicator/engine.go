@@ -15,23 +15,17 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
 )
 
-// Engine writes and deletes the replicas of kind T. It owns every API write cmsync
-// makes to replicas, for both front doors, and never touches an object that is not a
-// replica of the owner it works for.
+// Engine writes and deletes the replicas of kind T. It decides every API write cmsync
+// makes to replicas, for both front doors, makes them through its replica store, and
+// never touches an object that is not a replica of the owner it works for.
 type Engine[T desired.Object] struct {
 	kind desired.Kind[T]
-	// writer creates and replaces replicas and keeps only their metadata; client
-	// patches and deletes them by metadata (desired.NewMetadata), so that no answer
-	// to a patch or delete carries a replica's content.
-	writer    ReplicaWriter
-	client    client.Client
-	replicas  ReplicaReader
-	apiReader client.Reader
-	workers   int
+	// replicas is the engine's only door to replicas.
+	replicas ReplicaStore[T]
+	workers  int
 	// policy names the objects the engine never touches (desired.Policy.IsReserved).
 	policy desired.Policy
 
@@ -42,40 +36,34 @@ type Engine[T desired.Object] struct {
 	blocked sync.Map
 }
 
-// ReplicaReader is what the engine reads of the replica cache (replicacache.Cache):
-// replicas' metadata, as the owner's own writes left them. The engine tells it each
-// write (Wrote), so that a pass queued by the first events of another pass's writes
-// does not write again what the cache has not brought back yet.
-type ReplicaReader interface {
+// ReplicaStore is the engine's door to the replicas of kind T (replicastore.Store). It
+// reads replicas' metadata as the owner's own writes left them, and every write it
+// makes for an owner records itself there: a pass queued by the first events of
+// another pass's writes does not write again what the watch has not brought back yet,
+// and the engine reports no write. No answer to a write carries a replica's content.
+type ReplicaStore[T desired.Object] interface {
 	// OwnedBy returns the replicas of the owner with this key.
 	OwnedBy(ownerKey string) ([]*metav1.PartialObjectMetadata, error)
 	// Lookup reads the replica at key, for the owner with this key.
 	Lookup(ownerKey string, key client.ObjectKey, obj *metav1.PartialObjectMetadata) error
-	// Wrote records the owner's write of a replica, from before (nil: absent) to
-	// after (nil: deleted), as the API server answered it.
-	Wrote(ownerKey string, before, after *metav1.PartialObjectMetadata)
-	// Deleting records the owner's delete of a replica before it is sent, and returns
-	// what takes the record back should the delete not happen.
-	Deleting(ownerKey string, replica *metav1.PartialObjectMetadata) (undo func())
+	// ReadLive reads the object at key from the API server, replica or not, whole or
+	// as metadata as obj's type says.
+	ReadLive(ctx context.Context, key client.ObjectKey, obj client.Object) error
+	// Create creates replica; AlreadyExists where any object of its name exists.
+	Create(ctx context.Context, ownerKey string, replica T) error
+	// Update replaces the replica seen with replacement, conditional on the
+	// resourceVersion replacement carries.
+	Update(ctx context.Context, ownerKey string, seen *metav1.PartialObjectMetadata, replacement T) error
+	// Patch patches the replica seen, on the conditions the patch states.
+	Patch(ctx context.Context, ownerKey string, seen *metav1.PartialObjectMetadata, patch client.Patch) error
+	// Delete deletes the replica seen, on preconditions.
+	Delete(ctx context.Context, ownerKey string, seen *metav1.PartialObjectMetadata, preconditions client.Preconditions) error
 }
 
-// ReplicaWriter creates and replaces whole replicas, and returns only their metadata
-// (metawrite.Client, which asks the API server for metadata-only answers for large
-// replicas): nothing downstream of a write holds a replica's content. It deletes them
-// without decoding more of the answer than client-go must.
-type ReplicaWriter interface {
-	Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) (*metav1.PartialObjectMetadata, error)
-	Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) (*metav1.PartialObjectMetadata, error)
-	Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error
-}
-
-// NewEngine returns the engine of kind: it creates, replaces and deletes replicas with
-// writer, patches them with c, reads replicas from replicas, reads objects outside
-// the caches with apiReader, and makes at most workers writes of one pass in parallel.
-func NewEngine[T desired.Object](
-	kind desired.Kind[T], writer ReplicaWriter, c client.Client, replicas ReplicaReader, apiReader client.Reader, workers int,
-) *Engine[T] {
-	return &Engine[T]{kind: kind, writer: writer, client: c, replicas: replicas, apiReader: apiReader, workers: max(1, workers)}
+// NewEngine returns the engine of kind: it reads and writes replicas through replicas,
+// and makes at most workers writes of one pass in parallel.
+func NewEngine[T desired.Object](kind desired.Kind[T], replicas ReplicaStore[T], workers int) *Engine[T] {
+	return &Engine[T]{kind: kind, replicas: replicas, workers: max(1, workers)}
 }
 
 // errNotOurs is the conflict of an object in a target namespace that is not a replica
@@ -85,7 +73,7 @@ type errNotOurs struct{ holder string }
 func (e errNotOurs) Error() string { return e.holder }
 
 // SyncTargets makes the replica in each target namespace equal to the plan's, given
-// the replicas that exist (by namespace, in the cache's form), and returns one result
+// the replicas that exist (by namespace, in the store's form), and returns one result
 // per target, in target order.
 func (e *Engine[T]) SyncTargets(ctx context.Context, owner desired.Owner, plan Plan[T], existing map[string]*metav1.PartialObjectMetadata) []desired.Result {
 	results := make([]desired.Result, len(plan.Targets))
@@ -106,27 +94,22 @@ func (e *Engine[T]) deleteReplicas(ctx context.Context, owner desired.Owner, doo
 	var deleted atomic.Int64
 	workqueue.ParallelizeUntil(ctx, e.workers, len(doomed), func(i int) {
 		obj := doomed[i]
-		// Recorded before it is sent: the watch event of a deletion can reach the
-		// replica cache before the delete's answer reaches cmsync, and is known for
-		// this delete's echo only if the record is already there.
-		undo := e.replicas.Deleting(owner.Key(), obj)
-		err := e.writer.Delete(ctx, e.objectAt(obj), client.Preconditions{UID: ptr.To(obj.GetUID())})
+		err := e.replicas.Delete(ctx, owner.Key(), obj, client.Preconditions{UID: ptr.To(obj.GetUID())})
 		switch {
 		case err == nil:
 			deleted.Add(1)
 		case apierrors.IsNotFound(err):
 			// Already gone.
 		case apierrors.IsConflict(err):
-			undo() // replaced by an object that is not the replica we saw
+			// Replaced by an object that is not the replica we saw: not ours to delete.
 		default:
-			undo()
 			errs[i] = fmt.Errorf("deleting replica in %s: %w", obj.GetNamespace(), err)
 		}
 	})
 	return int(deleted.Load()), errors.Join(errs...)
 }
 
-// syncReplica brings one namespace in line. actual is the cached replica, if found.
+// syncReplica brings one namespace in line. actual is the store's replica, if found.
 // Its metadata tells most of the time whether and how it differs; when it cannot (an
 // edit of its content by someone else, or a change of content the replica's immutable
 // flag or type may refuse), the whole replica is read.
@@ -161,11 +144,11 @@ func (e *Engine[T]) syncReplica(ctx context.Context, owner desired.Owner, want d
 	}
 }
 
-// readReplica reads the whole replica whose metadata the cache holds. One that was
+// readReplica reads the whole replica whose metadata the store holds. One that was
 // replaced since by an object that is not ours is a conflict, as at creation.
 func (e *Engine[T]) readReplica(ctx context.Context, owner desired.Owner, cached *metav1.PartialObjectMetadata) (T, error) {
 	whole := e.kind.New()
-	if err := e.apiReader.Get(ctx, client.ObjectKeyFromObject(cached), whole); err != nil {
+	if err := e.replicas.ReadLive(ctx, client.ObjectKeyFromObject(cached), whole); err != nil {
 		return whole, fmt.Errorf("reading the replica: %w", err)
 	}
 	if !owner.Owns(whole) {
@@ -175,9 +158,9 @@ func (e *Engine[T]) readReplica(ctx context.Context, owner desired.Owner, cached
 }
 
 // createReplica creates a missing replica. It returns the existing object instead when
-// one of the same name turns out to be ours (the cache lagged), or Conflict when it is
-// not: the replica cache sees other owners' replicas, and only an unmanaged object
-// needs the API. The cache only holds replicas, so an absent entry may still hide an
+// one of the same name turns out to be ours (the store's watch lagged), or Conflict when
+// it is not: the store sees other owners' replicas, and only an unmanaged object needs
+// the API. The store only holds replicas, so an absent entry may still hide an
 // unmanaged object: create, never apply, and look before deciding anything on
 // AlreadyExists. Looks read metadata only.
 func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, replica T) (
@@ -189,21 +172,18 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 	err = e.replicas.Lookup(owner.Key(), key, existing)
 	if apierrors.IsNotFound(err) {
 		if _, blocked := e.blocked.Load(blockedKey); blocked {
-			err = e.apiReader.Get(ctx, key, existing)
+			err = e.replicas.ReadLive(ctx, key, existing)
 		}
 	}
 	if apierrors.IsNotFound(err) {
-		var created *metav1.PartialObjectMetadata
-		created, err = e.writer.Create(ctx, replica, client.FieldOwner(v1alpha1.FieldManager))
-		if err == nil {
-			e.replicas.Wrote(owner.Key(), nil, created)
+		if err = e.replicas.Create(ctx, owner.Key(), replica); err == nil {
 			e.blocked.Delete(blockedKey)
 			return existing, false, desired.Created, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
 			return existing, false, desired.Failed, err
 		}
-		err = e.apiReader.Get(ctx, key, existing)
+		err = e.replicas.ReadLive(ctx, key, existing)
 	}
 	if err != nil {
 		return existing, false, desired.Failed, err
@@ -216,8 +196,8 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 	return existing, true, desired.InSync, nil
 }
 
-// update writes the desired replica over the one we checked, with the field manager
-// cmsync either way. First as a whole-object update conditional on the resourceVersion
+// update writes the desired replica over the one we checked, as cmsync's field manager
+// either way (the store writes as it). First as a whole-object update conditional on the resourceVersion
 // seen (Template.Replacement): the cheapest write for the API server, and it replaces
 // only the object we compared. If the replica changed in the meantime, it looks at the
 // replica's metadata as it is now, and when that cannot show it in line, sends one JSON
@@ -228,20 +208,19 @@ func (e *Engine[T]) createReplica(ctx context.Context, owner desired.Owner, repl
 func (e *Engine[T]) update(ctx context.Context, owner desired.Owner, want desired.Template[T], actual *metav1.PartialObjectMetadata,
 	diff desired.Diff,
 ) (desired.Outcome, error) {
-	updated, err := e.writer.Update(ctx, want.Replacement(actual, diff), client.FieldOwner(v1alpha1.FieldManager))
+	err := e.replicas.Update(ctx, owner.Key(), actual, want.Replacement(actual, diff))
 	switch {
 	case err == nil:
-		e.replicas.Wrote(owner.Key(), actual, updated)
 		return desired.Updated, nil
 	case !apierrors.IsConflict(err):
 		return desired.Failed, err
 	}
-	// The replica changed since the cache saw it: an edit, or a write of cmsync's that
-	// the replica cache did not hear of (one that timed out yet landed, or another
-	// front door's). A replica already in line is left alone: writing it again would
+	// The replica changed since the store saw it: an edit, or a write of cmsync's that
+	// the store did not hear of (one that timed out yet landed, or another front
+	// door's). A replica already in line is left alone: writing it again would
 	// report a change nobody made.
 	now := desired.NewMetadata(e.kind)
-	if err := e.apiReader.Get(ctx, client.ObjectKeyFromObject(actual), now); err != nil {
+	if err := e.replicas.ReadLive(ctx, client.ObjectKeyFromObject(actual), now); err != nil {
 		return desired.Failed, fmt.Errorf("reading the replica's metadata after a conflict: %w", err)
 	}
 	if now.UID == actual.UID {
@@ -258,37 +237,21 @@ func (e *Engine[T]) update(ctx context.Context, owner desired.Owner, want desire
 	if err != nil {
 		return desired.Failed, err
 	}
-	patched := e.objectAt(actual)
-	if err := e.client.Patch(ctx, patched, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(v1alpha1.FieldManager)); err != nil {
+	if err := e.replicas.Patch(ctx, owner.Key(), actual, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return desired.Failed, err
 	}
-	e.replicas.Wrote(owner.Key(), actual, patched)
 	return desired.Updated, nil
 }
 
 // recreate replaces a replica whose content cannot change in place (an immutable one,
 // or one of another type): delete it and create it anew.
 func (e *Engine[T]) recreate(ctx context.Context, owner desired.Owner, replica T, actual *metav1.PartialObjectMetadata) (desired.Outcome, error) {
-	err := e.writer.Delete(ctx, e.objectAt(actual), client.Preconditions{UID: ptr.To(actual.GetUID()), ResourceVersion: ptr.To(actual.GetResourceVersion())})
+	err := e.replicas.Delete(ctx, owner.Key(), actual, client.Preconditions{UID: ptr.To(actual.GetUID()), ResourceVersion: ptr.To(actual.GetResourceVersion())})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return desired.Failed, fmt.Errorf("deleting the replica to replace it: %w", err)
 	}
-	e.replicas.Wrote(owner.Key(), actual, nil)
-	created, err := e.writer.Create(ctx, replica, client.FieldOwner(v1alpha1.FieldManager))
-	if err != nil {
+	if err := e.replicas.Create(ctx, owner.Key(), replica); err != nil {
 		return desired.Failed, fmt.Errorf("creating the replacement of the replica: %w", err)
 	}
-	e.replicas.Wrote(owner.Key(), nil, created)
 	return desired.Recreated, nil
-}
-
-// objectAt is the metadata of the kind where obj is: what a delete or patch of obj
-// sends, whatever form obj was read in. Given metadata, controller-runtime's client
-// patches through its metadata client and asks the API server for metadata back, not
-// the whole object.
-func (e *Engine[T]) objectAt(obj metav1.Object) *metav1.PartialObjectMetadata {
-	at := desired.NewMetadata(e.kind)
-	at.SetNamespace(obj.GetNamespace())
-	at.SetName(obj.GetName())
-	return at
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
-	"github.com/cmsync/cmsync/replicator/replicacache"
+	"github.com/cmsync/cmsync/replicator/replicastore"
 )
 
 // Values of Options.ConfigMapSync and Options.SecretSync.
@@ -44,7 +44,7 @@ func checkSyncModes(o Options) error {
 // of the door's kind (ConfigMapSync, SecretSync). A kind "auto" runs without because
 // its CRD is missing is added to withoutCRD.
 func setupSync[T desired.Object](
-	ctx context.Context, mgr ctrl.Manager, o Options, mode string, shared door[T], replicas *replicacache.Cache[T], withoutCRD []schema.GroupVersionKind,
+	ctx context.Context, mgr ctrl.Manager, o Options, mode string, shared door[T], replicas *replicastore.Store[T], withoutCRD []schema.GroupVersionKind,
 ) ([]schema.GroupVersionKind, error) {
 	kind := shared.engine.kind.NewSync().SyncSpec().Kind
 	run, err := servesCRD(mgr.GetRESTMapper(), kind, mode)

@@ -9,15 +9,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/predicates"
-	"github.com/cmsync/cmsync/replicator/metawrite"
-	"github.com/cmsync/cmsync/replicator/replicacache"
+	"github.com/cmsync/cmsync/replicator/replicastore"
 )
 
 // Options configure the controllers.
@@ -69,17 +67,18 @@ func ControllerNames() []string {
 	}
 }
 
-// metadataAnswersFrom is the size of a replica (in protobuf) from which cmsync asks
-// the API server to answer its writes with the replica's metadata only. Measured with
-// make bench BENCH_ARGS="-write-styles -styles-size …": per 1,000 updates the
-// metadata-only answer cost the API server and etcd 0.3 s more CPU at 1 KiB (15%) and
-// 1.0 s more at 100 KiB (19%), and saved the writer 0.0 and 0.5 s; at 900 KiB it saved
-// the writer 4.2 s, half its CPU, with no difference at the API server that the rounds'
-// spread could show. The two cross between 100 and 900 KiB.
+// metadataAnswersFrom is the size of a replica (in protobuf) from which the replica
+// store asks the API server to answer its creates and updates with the replica's
+// metadata alone (metawrite). Such an answer costs the API server more than the whole
+// object and saves the writer the decoding of the content, which only pays for large
+// replicas: at 1 and 100 KiB the metadata-only answer cost the API server and etcd more
+// CPU than it saved cmsync, at 900 KiB it halved the writer's CPU with no difference
+// at the API server beyond the rounds' spread; the two cross between 100 and 900 KiB.
+// Measured with make bench BENCH_CMD=styles BENCH_ARGS="-styles-size …" (bench/HISTORY.md).
 const metadataAnswersFrom = 256 << 10
 
 // Setup adds to mgr, for ConfigMaps and, with Options.Secrets, for Secrets: the
-// replica cache and the source controller; and, as Options.ConfigMapSync and
+// replica store and the source controller; and, as Options.ConfigMapSync and
 // Options.SecretSync say, the controller of the explicit kind (ConfigMapSync,
 // SecretSync). mgr's cache must be built with ManagerCacheOptions(o) and its scheme
 // must include v1alpha1.
@@ -101,7 +100,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (Served, error) {
 	if served.WithoutCRD, err = setupSync(ctx, mgr, o, o.ConfigMapSync, configMaps, configMapReplicas, served.WithoutCRD); err != nil {
 		return Served{}, err
 	}
-	caches := []cache.Cache{mgr.GetCache(), configMapReplicas}
+	caches := []listed{mgr.GetCache(), configMapReplicas}
 	if o.Secrets {
 		secrets, secretReplicas, err := setupKind(ctx, mgr, o, desired.SecretKind{}, secretSourceController, metrics)
 		if err != nil {
@@ -118,25 +117,22 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (Served, error) {
 	return served, nil
 }
 
-// setupKind adds the replica cache and the source controller (named name) of kind to
+// setupKind adds the replica store and the source controller (named name) of kind to
 // mgr, and returns the door their passes go through, which the controller of the
 // explicit kind shares.
 func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Options, kind desired.Kind[T], name string, metrics *sourceMetrics) (
-	door[T], *replicacache.Cache[T], error,
+	door[T], *replicastore.Store[T], error,
 ) {
-	replicas, err := replicacache.New(ctx, replicacache.Config{
-		REST: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), Changed: predicates.ReplicaChanged(),
-		Namespaces: o.Policy.Scope,
+	replicas, err := replicastore.New(ctx, replicastore.Config{
+		REST: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), MetadataAnswersFrom: metadataAnswersFrom,
+		Changed: predicates.ReplicaChanged(), Namespaces: o.Policy.Scope,
 	}, kind)
 	if err != nil {
 		return door[T]{}, nil, err
 	}
 	if err := mgr.Add(replicas); err != nil {
-		return door[T]{}, nil, fmt.Errorf("adding the %s replica cache: %w", kind.Name(), err)
-	}
-	writer, err := metawrite.New(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetRESTMapper(), metadataAnswersFrom)
-	if err != nil {
-		return door[T]{}, nil, err
+		return door[T]{}, nil, fmt.Errorf("adding the %s replica store: %w", kind.Name(), err)
 	}
 	namespaces, err := newNamespaceLister(ctx, mgr.GetCache())
 	if err != nil {
@@ -149,7 +145,7 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	if _, err := mgr.GetCache().GetInformer(ctx, desired.NewMetadata(kind)); err != nil {
 		return door[T]{}, nil, fmt.Errorf("creating the %s source informer: %w", kind.Name(), err)
 	}
-	engine := NewEngine(kind, writer, mgr.GetClient(), replicas, mgr.GetAPIReader(), o.Writers)
+	engine := NewEngine(kind, replicas, o.Writers)
 	engine.policy = o.Policy
 	shared := door[T]{
 		engine:          engine,
@@ -172,8 +168,13 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	return shared, replicas, nil
 }
 
+// listed is a cache, or a replica store, that can tell when it has listed once.
+type listed interface {
+	WaitForCacheSync(ctx context.Context) bool
+}
+
 // allSynced waits until every one of caches has listed; false when ctx ends first.
-func allSynced(caches ...cache.Cache) func(context.Context) bool {
+func allSynced(caches ...listed) func(context.Context) bool {
 	return func(ctx context.Context) bool {
 		for _, c := range caches {
 			if !c.WaitForCacheSync(ctx) {

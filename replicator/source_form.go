@@ -22,7 +22,7 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/predicates"
-	"github.com/cmsync/cmsync/replicator/replicacache"
+	"github.com/cmsync/cmsync/replicator/replicastore"
 )
 
 // sourceForm is the annotation form of kind T: every object labelled
@@ -246,7 +246,7 @@ func (f *sourceForm[T]) findSourcesForNamespace(ctx context.Context, obj client.
 // mapped to their source), namespaces (mapped to the sources that may target them) and
 // the former sources found at the start of a term (formerSources).
 func (f *sourceForm[T]) SetupWithManager(
-	mgr ctrl.Manager, replicas *replicacache.Cache[T], former <-chan event.GenericEvent, options controller.Options,
+	mgr ctrl.Manager, replicas *replicastore.Store[T], former <-chan event.GenericEvent, options controller.Options,
 ) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(f.name).

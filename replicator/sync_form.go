@@ -25,7 +25,7 @@ import (
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/predicates"
-	"github.com/cmsync/cmsync/replicator/replicacache"
+	"github.com/cmsync/cmsync/replicator/replicastore"
 )
 
 // syncForm is the explicit form for sources of kind T: ConfigMapSync for ConfigMaps,
@@ -292,7 +292,7 @@ func syncControllerName(explicit v1alpha1.Sync) string {
 
 // SetupWithManager watches the explicit objects, their replicas, the namespaces they
 // may target and, through the sourceWatcher, the sources they name.
-func (f *syncForm[T]) SetupWithManager(mgr ctrl.Manager, replicas *replicacache.Cache[T], options controller.Options) error {
+func (f *syncForm[T]) SetupWithManager(mgr ctrl.Manager, replicas *replicastore.Store[T], options controller.Options) error {
 	explicit := f.engine.kind.NewSync()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(syncControllerName(explicit)).

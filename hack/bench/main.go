@@ -153,7 +153,7 @@ func bindSweepFlags(fs *flag.FlagSet, c *config) {
 	fs.BoolVar(&c.sweepCmsyncFirst, "sweep-cmsync-first", false,
 		"cmsync goes first in rounds 1, 3, … of each point and LIMIT in rounds 2, 4, … (by default LIMIT goes first in the odd rounds)")
 	fs.BoolVar(&c.sweepLimitWatched, "sweep-limit-watched", false,
-		"each round also runs LIMIT's writes with a metadata-only watch of them open, as cmsync's replica cache watches its replicas "+
+		"each round also runs LIMIT's writes with a metadata-only watch of them open, as cmsync's replica store watches its replicas "+
 			"(LIMIT watched; the three writers take turns going first): what telling a watcher of each write costs the API server, "+
 			"which LIMIT alone does not pay")
 	fs.BoolVar(&c.sweepWarmUp, "sweep-warm-up", false,

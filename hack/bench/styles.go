@@ -23,7 +23,7 @@ import (
 	"github.com/cmsync/cmsync/hack/bench/report"
 	"github.com/cmsync/cmsync/hack/bench/workload"
 	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
-	"github.com/cmsync/cmsync/replicator/metawrite"
+	"github.com/cmsync/cmsync/replicator/replicastore/metawrite"
 )
 
 // writeStyle creates or updates one object as a client would, and deletes it as that
@@ -48,17 +48,19 @@ type written struct {
 // way below replicator's metadataAnswersFrom), and the same asking for the metadata
 // alone in the answer (metawrite: cmsync's way from that size up) —
 // each with no watcher and with a metadata-only watch of the objects open, as cmsync's
-// replica cache holds. The styles take turns in every round. With -styles-op delete it
+// replica store holds. The styles take turns in every round. With -styles-op delete it
 // times deletes instead: in every round each style creates its objects (untimed), then
 // deletes them, the first two without a precondition (LIMIT's way), the last two on the
-// UID created, as cmsync deletes a replica (its way today: the metadata client).
+// UID created, as cmsync deletes a replica (here through controller-runtime's client;
+// the replica store sends the same delete through metawrite, which reads less of the
+// answer).
 func writeStyles(c config) error {
 	deletes := c.stylesOp == verbDelete
 	if !deletes && c.stylesOp != verbUpdate {
 		return fmt.Errorf("-styles-op %q: update or delete", c.stylesOp)
 	}
 	if c.rounds < 2 && !deletes {
-		return fmt.Errorf("-write-styles needs -rounds of at least 2: the first round creates the objects")
+		return fmt.Errorf("styles needs -rounds of at least 2 for updates: the first round creates the objects")
 	}
 	size, err := resource.ParseQuantity(c.stylesSize)
 	if err != nil {
@@ -260,8 +262,8 @@ func typedStyle(typed client.Client) writeStyle {
 	}}
 }
 
-// metadataStyle writes as cmsync's engine does from metadataAnswersFrom up: asking for
-// the metadata alone in the answer (metawrite), and deleting by metadata.
+// metadataStyle writes as cmsync's replica store does from metadataAnswersFrom up:
+// asking for the metadata alone in the answer (metawrite), and deleting by metadata.
 func metadataStyle(metadataAnswers *metawrite.Client, typed client.Client) writeStyle {
 	return writeStyle{name: "metadata", write: func(ctx context.Context, cm *corev1.ConfigMap) (written, error) {
 		var w *metav1.PartialObjectMetadata
@@ -277,7 +279,7 @@ func metadataStyle(metadataAnswers *metawrite.Client, typed client.Client) write
 		return written{version: w.ResourceVersion, uid: w.UID}, nil
 	}, delete: func(ctx context.Context, cm *corev1.ConfigMap, uid types.UID) error {
 		// Given metadata, controller-runtime's client deletes through its metadata
-		// client, as replicator's engine does (its objectAt).
+		// client: the request the replica store sends (its objectAt).
 		at := desired.NewMetadata(desired.ConfigMapKind{})
 		at.SetNamespace(cm.Namespace)
 		at.SetName(cm.Name)

@@ -144,8 +144,8 @@ func (c config) roundsOf(p report.Point) int {
 // where the same writes vary from run to run by more than the gap being measured: one
 // round's ratio to LIMIT spread from 0.7 to 1.6× at such points, and the very same
 // 1,000 updates written the same way cost the API server and etcd 1.6 to 3.4 s of CPU
-// from one round to the next (-write-styles). Such points run more rounds, which cost
-// little there.
+// from one round to the next (make bench BENCH_CMD=styles). Such points run more
+// rounds, which cost little there.
 const shortPointReplicas = 5000
 
 // maxBytesPerPoint bounds what a point's rounds write, and so the sweep's length: two
@@ -335,7 +335,7 @@ func (s *sweepRound) writersInTurn() {
 }
 
 // watchMetadata opens a metadata-only watch of the bench's kind of objects matching
-// selector, as cmsync's replica cache watches its replicas, and drains it as a
+// selector, as cmsync's replica store watches its replicas, and drains it as a
 // reflector does, until the function it returns is called.
 func (b *bench) watchMetadata(ctx context.Context, selector string) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,9 +30,9 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 	kind := desired.ConfigMapKind{}
 	owner := desired.AnnotationOwner(kind.Name(), types.NamespacedName{Namespace: srcNS, Name: "settings"})
 	replica := func() *corev1.ConfigMap { return desired.NewTemplate(kind, source, desired.Shape{}, owner).In(target) }
-	// The engine reads no cache here: every pass is handed the replica it compares.
-	writer, _ := newMetaWriter(t, 0)
-	engine := replicator.NewEngine(kind, writer, k8s, noReplicaCache{}, k8s, 1)
+	// The store's watch is not started, so it holds nothing: every pass is handed the
+	// replica it compares.
+	engine := replicator.NewEngine(kind, newReplicaStore(t, kind, 0, restConfig), 1)
 	sync := func(existing *corev1.ConfigMap) desired.Outcome {
 		t.Helper()
 		plan := replicator.Plan[*corev1.ConfigMap]{Targets: []string{target}, Template: desired.NewTemplate(kind, source, desired.Shape{}, owner)}
@@ -112,17 +111,3 @@ func TestEngineUpdateKeepsOthersKeys(t *testing.T) {
 	}
 	check("behind", "v4", false)
 }
-
-// noReplicaCache is a replica cache that holds nothing and keeps no writes, for a
-// test that hands the engine the replica it compares.
-type noReplicaCache struct{}
-
-func (noReplicaCache) OwnedBy(string) ([]*metav1.PartialObjectMetadata, error) { return nil, nil }
-
-func (noReplicaCache) Lookup(_ string, key client.ObjectKey, _ *metav1.PartialObjectMetadata) error {
-	return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
-}
-
-func (noReplicaCache) Wrote(string, *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadata) {}
-
-func (noReplicaCache) Deleting(string, *metav1.PartialObjectMetadata) func() { return func() {} }

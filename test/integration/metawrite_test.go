@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/cmsync/cmsync/replicator/metawrite"
+	"github.com/cmsync/cmsync/replicator/replicastore/metawrite"
 )
 
 // answer is what the API server sent back for one write.

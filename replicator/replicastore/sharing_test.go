@@ -1,4 +1,4 @@
-package replicacache
+package replicastore
 
 import (
 	"reflect"
@@ -53,7 +53,7 @@ func managedByCmsync(cm *corev1.ConfigMap) {
 
 func ptrNow() *metav1.Time { now := metav1.Now(); return &now }
 
-// metadataOf is a replica as the replica cache's watch delivers it: metadata only.
+// metadataOf is a replica as the store's watch delivers it: metadata only.
 func metadataOf(cm *corev1.ConfigMap) *metav1.PartialObjectMetadata {
 	return meta.AsPartialObjectMetadata(cm.DeepCopy())
 }

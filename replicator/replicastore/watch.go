@@ -1,4 +1,4 @@
-package replicacache
+package replicastore
 
 import (
 	"context"
@@ -76,15 +76,15 @@ type route struct {
 }
 
 // Watch is the source of the replica events for one controller, with the handler it
-// would give source.Kind; the cache's Config.Changed filters the events for every
-// controller. Every Watch of a cache must be made before the manager starts the
+// would give source.Kind; the store's Config.Changed filters the events for every
+// controller. Every Watch of a store must be made before the manager starts the
 // controllers.
-func (c *Cache[T]) Watch(h handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]) source.TypedSyncingSource[reconcile.Request] {
-	c.watch.mu.Lock()
-	defer c.watch.mu.Unlock()
-	r := &route{watch: c.watch, handler: h}
-	if c.watch.registration == nil { // else its Start fails: the routes are fixed once the handler runs
-		c.watch.routes = append(c.watch.routes, r)
+func (s *Store[T]) Watch(h handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]) source.TypedSyncingSource[reconcile.Request] {
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	r := &route{watch: s.watch, handler: h}
+	if s.watch.registration == nil { // else its Start fails: the routes are fixed once the handler runs
+		s.watch.routes = append(s.watch.routes, r)
 	}
 	return r
 }
@@ -120,7 +120,7 @@ func (r *route) WaitForSync(ctx context.Context) error {
 		return waitError(ctx, "for every controller watching the replicas to start")
 	}
 	if !toolscache.WaitForCacheSync(ctx.Done(), r.watch.registration.HasSynced) {
-		return waitError(ctx, "for the replica cache to sync")
+		return waitError(ctx, "for the replica store to sync")
 	}
 	return r.enqueueOwners()
 }

@@ -1,4 +1,4 @@
-package replicacache
+package replicastore
 
 import (
 	"maps"
@@ -8,12 +8,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The replicas of one owner are copies of one source: in the replica cache their
+// The replicas of one owner are copies of one source: in the store's watch their
 // labels and annotations are equal map for map. mapSharer lets them share one instance
-// of each, so the cache holds a source's metadata once, not once per target namespace.
+// of each, so the watch holds a source's metadata once, not once per target namespace.
 // (Their reduced managedFields are shared already: desired.ReducedManagedFields gives
-// equal ownerships one instance.) It is safe because the replica cache's objects are
-// never modified after the transform (reads skip the deep copy for the same reason).
+// equal ownerships one instance.) It is safe because the watch's objects are never
+// modified after the transform (reads skip the deep copy for the same reason).
 type mapSharer struct {
 	mu       sync.Mutex
 	byOwner  map[string]*sharedMaps

@@ -1,4 +1,4 @@
-package replicacache
+package replicastore
 
 import (
 	"encoding/json"
@@ -15,11 +15,11 @@ import (
 	"github.com/cmsync/cmsync/desired"
 )
 
-// The cost of the replica cache per replica, apart from the API server (make bench
-// measures the whole process): go test -run x -bench . ./replicator/replicacache/
+// The cost of the replica store's watch per replica, apart from the API server (make
+// bench measures the whole process): go test -run x -bench . ./replicator/replicastore/
 
-// encodedReplica is a replica of source as the API server sends it to the replica
-// cache's watch: metadata only.
+// encodedReplica is a replica of source as the API server sends it to the store's
+// watch: metadata only.
 func encodedReplica(b *testing.B, source *corev1.ConfigMap) []byte {
 	b.Helper()
 	owner := desired.AnnotationOwner("ConfigMap", types.NamespacedName{Namespace: source.Namespace, Name: source.Name})

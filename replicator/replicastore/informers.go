@@ -1,4 +1,4 @@
-package replicacache
+package replicastore
 
 import (
 	"strings"
@@ -9,9 +9,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-// informers are the replica cache's informers: one over every namespace, or, in scoped
-// mode, one per namespace cmsync serves (controller-runtime's per-namespace cache
-// builds them, with NewInformer). The replicas of one owner may lie in any of them, so
+// informers are the informers of the store's watch: one over every namespace, or, in
+// scoped mode, one per namespace cmsync serves (controller-runtime's per-namespace
+// cache builds them, with NewInformer). The replicas of one owner may lie in any of them, so
 // an owner's read asks each; a read of one replica asks the informer of its namespace,
 // which each informer's first object tells (learn).
 type informers struct {

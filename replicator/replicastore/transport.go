@@ -1,4 +1,4 @@
-package replicacache
+package replicastore
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 // HTTP/1.1 has no such check, so a watch whose connection died without a word (the API
 // server's host gone behind a proxy that keeps the client's side open) would wait for
 // events forever. silentWatches closes such a watch instead.
-// In scoped mode the replica cache holds a watch per namespace served, and over HTTP/1.1
+// In scoped mode the replica store holds a watch per namespace served, and over HTTP/1.1
 // each would hold a connection of its own: watchClientFor then gives them HTTP/2,
 // which carries them all over a few connections.
 func watchClientFor(cfg *rest.Config, namespaces int) (*http.Client, error) {

@@ -1,4 +1,4 @@
-package replicacache
+package replicastore
 
 import (
 	"sync"
@@ -24,9 +24,11 @@ import (
 // first one left it, and has nothing to do.
 //
 // It is the informer "expectations" of Kubernetes' own controllers, kept per object:
-// an entry lives from the write's answer to the event of the same state (OnAdd,
-// OnUpdate, OnDelete forget it), so it holds only the writes in flight through the
-// watch. No library keeps them for a controller-runtime cache, hence this.
+// an entry lives from the write's answer (a delete's, from before it is sent) to the
+// event of the same state (OnAdd, OnUpdate, OnDelete forget it), so it holds only the
+// writes in flight through the watch. The store's writes make the entries themselves
+// (writes.go), so no write can go unrecorded. No library keeps them for a
+// controller-runtime cache, hence this.
 type ownWrites struct {
 	mu sync.Mutex
 	// entries by object key ("namespace/name"), and the keys of each owner.
@@ -45,7 +47,7 @@ type ownWrite struct {
 // state names one state of an object: absent (zero), or one version of one object. A
 // deleted object's state matches any version of it (anyVersion): the delete was
 // conditional on the UID alone, and the cache may show a later version than the one
-// the engine read before it shows the deletion.
+// the deleter read before it shows the deletion.
 type state struct {
 	uid        types.UID
 	version    string

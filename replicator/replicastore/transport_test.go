@@ -1,4 +1,4 @@
-package replicacache
+package replicastore
 
 import (
 	"io"
