@@ -48,7 +48,7 @@ func SyncOwner(sync v1alpha1.Sync) Owner {
 	}
 }
 
-// Key identifies the owner among the owners of its kind; the replica cache of the
+// Key identifies the owner among the owners of its kind; the replica store of the
 // kind is indexed by it (OwnerKeyOf).
 func (o Owner) Key() string {
 	if o.Sync != nil {

@@ -170,7 +170,7 @@ func insertFieldNames(names sets.Set[string], set *fieldpath.Set) {
 
 // ReducedManagedFields is obj's managedFields reduced to what OwnershipOf reads: one
 // entry of cmsync naming what it owns, and one standing for every other manager that
-// owns a content field. The replica cache keeps this form: a replica's events change it
+// owns a content field. The replica store keeps this form: a replica's events change it
 // only when ownership does. The entries are built when the ownership is parsed and
 // remembered with it, so the replicas of one source share them, and the replica
 // cache's transform builds nothing per event.

@@ -74,7 +74,7 @@ func (e *Engine[T]) countIn(owner desired.Owner, name string, targets []string) 
 	return len(current), nil
 }
 
-// ownedBy returns every replica of owner in the replica cache, whatever its name, but
+// ownedBy returns every replica of owner in the replica store, whatever its name, but
 // those of a reserved name: cmsync never changes or deletes them, even when an earlier
 // version of cmsync wrote them.
 func (e *Engine[T]) ownedBy(owner desired.Owner) ([]*metav1.PartialObjectMetadata, error) {

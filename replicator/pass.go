@@ -161,7 +161,7 @@ func (p *pass[T]) cannotAct(ctx context.Context, s subject[T]) (ctrl.Result, err
 	return afterStatusWrite(ctx, err)
 }
 
-// hasReplicaIn reports whether owner has a replica in namespace (or the replica cache
+// hasReplicaIn reports whether owner has a replica in namespace (or the replica store
 // cannot tell): a namespace's event reaches an owner that cannot be acted on only there.
 func (d *door[T]) hasReplicaIn(owner desired.Owner, namespace string) bool {
 	owned, err := d.engine.ownedBy(owner)

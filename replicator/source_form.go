@@ -242,7 +242,7 @@ func (f *sourceForm[T]) findSourcesForNamespace(ctx context.Context, obj client.
 	return requests
 }
 
-// SetupWithManager watches sources (the manager's cache), replicas (the replica cache,
+// SetupWithManager watches sources (the manager's cache), replicas (the replica store,
 // mapped to their source), namespaces (mapped to the sources that may target them) and
 // the former sources found at the start of a term (formerSources).
 func (f *sourceForm[T]) SetupWithManager(
