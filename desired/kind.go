@@ -188,7 +188,7 @@ func SameContent(a, b Content) bool {
 }
 
 // NewMetadata returns an empty object of kind as metadata only: the form in which the
-// replica cache holds replicas and cmsync reads them when it needs no content. Every
+// replica store holds replicas and cmsync reads them when it needs no content. Every
 // kind cmsync replicates is in the core API group.
 func NewMetadata[T Object](kind Kind[T]) *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{}

@@ -181,7 +181,7 @@ func ReducedManagedFields[T Object](kind Kind[T], obj metav1.Object) []metav1.Ma
 // IsReduced reports whether entries are already in ReducedManagedFields' form: the API
 // server gives every entry it records a time, and the reduced entries have none. (Only
 // entries a client wrote by hand, every one without a time, pass for reduced; the
-// replica cache then keeps them as they came, which is correct, only not compact.)
+// replica store then keeps them as they came, which is correct, only not compact.)
 func IsReduced(entries []metav1.ManagedFieldsEntry) bool {
 	if len(entries) == 0 {
 		return false

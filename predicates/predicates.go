@@ -40,7 +40,7 @@ func SourceChanged() predicate.Predicate {
 // ReplicaChanged passes every replica event except an update that changed neither
 // labels nor annotations nor the ownership that the replica store keeps of its
 // managedFields (a resync, or a write of cmsync's that changed nothing it owns). The
-// replica cache holds metadata only: an edit of a replica's content by someone else
+// replica store holds metadata only: an edit of a replica's content by someone else
 // shows as that ownership changing (desired.ReducedManagedFields). Creates pass: at
 // start-up they are how orphans of deleted sources are found (the replica store's
 // watch hands on one per owner).
