@@ -10,13 +10,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +29,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/crypto/bcrypt"
+	"k8s.io/apimachinery/pkg/api/equality"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/cmsync/cmsync/internal/testsupport/testkit"
@@ -149,7 +155,8 @@ func builtImage(out string) string {
 }
 
 // The whole release path, on loopback: base image, image, SBOM, reproducibility,
-// signatures, a tampered image refused, and the chart as a signed OCI artifact.
+// signatures, a tampered image refused, the chart as a signed OCI artifact, and the
+// CRDs as the release asset.
 func TestReleasePath(t *testing.T) {
 	r := startRegistry(t)
 	vars := []string{"REGISTRY=" + r.host + "/cmsync", "IMAGE_TAG=release-test", "CHART_VERSION=0.1.0-release-test",
@@ -205,6 +212,62 @@ func TestReleasePath(t *testing.T) {
 	}
 	if !strings.Contains(string(rendered), "image: \""+r.host+"/cmsync/cmsync:release-test\"") {
 		t.Errorf("the pulled chart does not name the released image:\n%s", rendered)
+	}
+	checkCRDAsset(t, r, chart, "0.1.0-release-test")
+}
+
+// checkCRDAsset: the CRDs the release attaches (make crds-dist) are exactly those of
+// the chart it pushed, and those are deploy/crds'.
+func checkCRDAsset(t *testing.T, r registry, chart, version string) {
+	t.Helper()
+	r.mustMake(t, "crds-dist", "BIN="+r.dir)
+	asset, err := os.ReadFile(filepath.Join(r.dir, "crds", "cmsync-crds.yaml"))
+	testkit.Must(t, err)
+	show := exec.Command(os.Getenv("HELM"), "show", "crds", "oci://"+chart, "--version", version, "--ca-file", r.ca,
+		"--registry-config", filepath.Join(r.dir, "docker", "config.json"))
+	show.Env = append(os.Environ(), r.env...)
+	shown, err := show.Output()
+	if err != nil {
+		t.Fatalf("helm show crds oci://%s: %v", chart, err)
+	}
+	files, err := filepath.Glob("../../deploy/crds/*.yaml")
+	testkit.Must(t, err)
+	var tree []byte
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		testkit.Must(t, err)
+		tree = append(append(tree, "\n---\n"...), raw...)
+	}
+	want := crdsIn(t, tree)
+	if len(want) < 2 {
+		t.Fatalf("deploy/crds holds %d CRDs", len(want))
+	}
+	if got := crdsIn(t, asset); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("cmsync-crds.yaml holds CRDs %v, deploy/crds %v, or their contents differ", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	if got := crdsIn(t, shown); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("the pushed chart holds CRDs %v, deploy/crds %v, or their contents differ", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+}
+
+// crdsIn decodes a stream of YAML documents, by metadata.name.
+func crdsIn(t *testing.T, stream []byte) map[string]map[string]any {
+	t.Helper()
+	crds := map[string]map[string]any{}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
+	for {
+		var doc map[string]any
+		if err := decoder.Decode(&doc); errors.Is(err, io.EOF) {
+			return crds
+		} else if err != nil {
+			t.Fatalf("decoding CRDs: %v", err)
+		}
+		if doc == nil {
+			continue
+		}
+		metadata, _ := doc["metadata"].(map[string]any)
+		name, _ := metadata["name"].(string)
+		crds[name] = doc
 	}
 }
 
