@@ -8,6 +8,7 @@
 # Set by the Makefile: REGISTRY (and REGISTRY_ORIGIN, where make took it from), CHART,
 # INSTALL_NAMESPACE, KUBECTL, HELM_ARGS, INSTALL_WAIT, MAKE; HELM may be set too.
 set -euo pipefail
+set -f # HELM_ARGS is split into words, never expanded as file names ("imagePullSecrets[0]…")
 cd "$(dirname "$0")/.."
 log() { echo "install: $*" >&2; }
 fail() { log "$*"; exit 2; }
