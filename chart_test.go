@@ -190,7 +190,11 @@ func releasedImage(t *testing.T, chartVersion string) (repository, tag string) {
 		tagChecked = tagChecked || strings.Contains(step.Run, `"version: ${IMAGE_TAG#v}"`) && strings.Contains(step.Run, "deploy/chart/cmsync/Chart.yaml")
 	}
 	if !chartFromTag || !tagChecked {
-		t.Errorf("release.yaml: want the chart pushed as the tag without its v (%v), and a tag refused whose Chart.yaml is another version (%v)", chartFromTag, tagChecked)
+		t.Errorf(
+			"release.yaml: want the chart pushed as the tag without its v (%v), and a tag refused whose Chart.yaml is another version (%v)",
+			chartFromTag,
+			tagChecked,
+		)
 	}
 	makefile, err := os.ReadFile("Makefile")
 	if err != nil {
@@ -214,7 +218,11 @@ func TestChartDefaultImageIsTheReleases(t *testing.T) {
 	readYAML(t, "deploy/chart/cmsync/values.yaml", &values)
 	repository, tag := releasedImage(t, chart.Version)
 	if values.Image.Tag != "" || values.Image.Digest != "" {
-		t.Errorf("values.yaml: image.tag %q, image.digest %q: want both empty, the image defaulting to the chart's appVersion", values.Image.Tag, values.Image.Digest)
+		t.Errorf(
+			"values.yaml: image.tag %q, image.digest %q: want both empty, the image defaulting to the chart's appVersion",
+			values.Image.Tag,
+			values.Image.Digest,
+		)
 	}
 	if values.Image.Repository != repository {
 		t.Errorf("values.yaml: image.repository %q, but releases push %s", values.Image.Repository, repository)

@@ -266,8 +266,8 @@ func crdsIn(t *testing.T, stream []byte) map[string]map[string]any {
 			continue
 		}
 		metadata, _ := doc["metadata"].(map[string]any)
-		name, _ := metadata["name"].(string)
-		crds[name] = doc
+		crdName, _ := metadata["name"].(string)
+		crds[crdName] = doc
 	}
 }
 
