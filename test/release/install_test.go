@@ -130,7 +130,7 @@ func checkInstalled(t *testing.T, r registry, c cluster, image, tag string) {
 		if err != nil {
 			return err
 		}
-		pushed, err := remote.Head(ref, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+		pushed, err := remote.Head(ref, remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithTransport(r.transport(t)))
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,8 @@ package release
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -89,7 +91,7 @@ auth: {htpasswd: {realm: cmsync-release-test, path: %q}}
 	// The registry answers 401 to an anonymous client: it is up, and it wants credentials.
 	testkit.Eventually(t, 30*time.Second, "registry up", func() error {
 		return r.withEnv(func() error {
-			resp, err := http.Get("https://" + host + "/v2/")
+			resp, err := (&http.Client{Transport: r.transport(t)}).Get("https://" + host + "/v2/")
 			if err != nil {
 				return err
 			}
@@ -103,8 +105,23 @@ auth: {htpasswd: {realm: cmsync-release-test, path: %q}}
 	return r
 }
 
+// transport trusts the registry's certificate alone. Not SSL_CERT_FILE: Go reads the
+// system's roots once per process, and the next test's registry has another certificate.
+func (r registry) transport(t *testing.T) http.RoundTripper {
+	t.Helper()
+	ca, err := os.ReadFile(r.ca)
+	testkit.Must(t, err)
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		t.Fatalf("no certificate in %s", r.ca)
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	return transport
+}
+
 // withEnv runs fn with the registry's environment set in this process too (ggcr reads
-// DOCKER_CONFIG and SSL_CERT_FILE like the tools do).
+// DOCKER_CONFIG like the tools do).
 func (r registry) withEnv(fn func() error) error {
 	for _, kv := range r.env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -280,7 +297,8 @@ func checkImage(t *testing.T, r registry, ref string) {
 		if err != nil {
 			return err
 		}
-		index, err := remote.Index(digest, remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithContext(context.Background()))
+		index, err := remote.Index(digest, remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithTransport(r.transport(t)),
+			remote.WithContext(context.Background()))
 		if err != nil {
 			return err
 		}
@@ -310,7 +328,7 @@ func checkImage(t *testing.T, r registry, ref string) {
 		if err != nil {
 			return err
 		}
-		img, err := remote.Image(sbom, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+		img, err := remote.Image(sbom, remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithTransport(r.transport(t)))
 		if err != nil {
 			return fmt.Errorf("no SBOM attached: %w", err)
 		}
