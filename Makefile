@@ -43,11 +43,30 @@ base-image: ## Build the non-root base image (both platforms, fixed timestamps) 
 image: ## ko: build cmsync for IMAGE_PLATFORMS on BASE_IMAGE with an SPDX SBOM and push REGISTRY/cmsync:IMAGE_TAG; prints the digest reference.
 	KO_DOCKER_REPO=$(REGISTRY)/cmsync KO_DEFAULTBASEIMAGE=$(BASE_IMAGE) $(KO) build --bare --platform=$(IMAGE_PLATFORMS) --sbom=spdx --tags=$(IMAGE_TAG) .
 
+# make install: this checkout onto the cluster of the current kubeconfig, through a
+# registry the user names (the cluster must be able to pull from it). REGISTRY has a
+# default for the release targets above (ghcr.io/cmsync, which users cannot push to), so
+# install takes it only from the command line or the environment.
+INSTALL_NAMESPACE ?= cmsync-system
+KUBECTL ?= kubectl
+HELM_ARGS ?=
+INSTALL_WAIT ?= --wait --timeout 5m
+export INSTALL_NAMESPACE KUBECTL HELM_ARGS INSTALL_WAIT
+
+.PHONY: install
+install: ## From this checkout onto the current kubeconfig's cluster: make install REGISTRY=registry.example.com/team builds the image (ko), pushes it there, applies the CRDs and installs or upgrades the chart pinned to the image's digest (HELM_ARGS: more helm flags; values given before are kept).
+	@REGISTRY_ORIGIN="$(origin REGISTRY)" CHART="$(CHART)" MAKE="$(MAKE)" hack/install.sh
+
 .PHONY: chart-push
 chart-push: ## helm package the chart as CHART_VERSION (appVersion IMAGE_TAG) and push it to oci://REGISTRY/charts.
 	rm -rf $(BIN)/chart && mkdir -p $(BIN)/chart
 	$(HELM) package $(CHART) --version $(CHART_VERSION) --app-version $(IMAGE_TAG) -d $(BIN)/chart
 	$(HELM) push $(BIN)/chart/cmsync-$(CHART_VERSION).tgz oci://$(REGISTRY)/charts $(HELM_PUSH_ARGS)
+
+.PHONY: crds-dist
+crds-dist: ## Write the chart's CRDs as one file, $(BIN)/crds/cmsync-crds.yaml: the release asset that upgrades apply (Helm never upgrades CRDs).
+	rm -rf $(BIN)/crds && mkdir -p $(BIN)/crds
+	for crd in $(CHART)/crds/*.yaml; do echo '---'; grep -v -x -e '---' "$$crd"; done > $(BIN)/crds/cmsync-crds.yaml
 
 .PHONY: sign
 sign: ## cosign sign REF (an image or chart by digest): with COSIGN_KEY a key pair and no transparency log, else keyless.
@@ -64,8 +83,8 @@ lint-workflows: ## actionlint the GitHub workflows (the release workflow cannot 
 	$(ACTIONLINT) .github/workflows/*.yaml
 
 .PHONY: test-release
-test-release: ## The release path against a registry of its own on loopback (TLS, htpasswd): base image, ko image with SBOM, reproducibility, cosign signatures, a tampered image refused, the signed OCI chart.
-	REGISTRY_BIN="$$(hack/tool.sh registry)" COSIGN_BIN="$(COSIGN)" HELM="$(HELM)" \
+test-release: ## The release path against a registry of its own on loopback (TLS, htpasswd): base image, ko image with SBOM, reproducibility, cosign signatures, a tampered image refused, the signed OCI chart, the CRDs' release asset; and make install from the checkout through that registry onto a real API server.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" REGISTRY_BIN="$$(hack/tool.sh registry)" COSIGN_BIN="$(COSIGN)" HELM="$(HELM)" \
 	  go test -tags release -count=1 -timeout 20m ./test/release/... -v
 
 PLUGIN_PLATFORMS = linux/amd64 linux/arm64 darwin/amd64 darwin/arm64

@@ -141,3 +141,94 @@ func TestChartSelectsEveryController(t *testing.T) {
 		}
 	}
 }
+
+// The checkout's chart defaults to an image that its version's release pushes: the
+// release workflow, run on tag vX.Y.Z, pushes the image REGISTRY/cmsync:vX.Y.Z (make
+// image) and the chart as X.Y.Z, and refuses a tag whose chart is another version.
+
+// releaseWorkflow is what the test reads of .github/workflows/release.yaml. Its "on"
+// key is decoded as YAML 1.1 reads it: the boolean true.
+type releaseWorkflow struct {
+	On struct {
+		Push struct {
+			Tags []string `json:"tags"`
+		} `json:"push"`
+	} `json:"true"`
+	Jobs map[string]struct {
+		Env   map[string]string `json:"env"`
+		Steps []struct {
+			Run string `json:"run"`
+		} `json:"steps"`
+	} `json:"jobs"`
+}
+
+// readYAML decodes a YAML file into v.
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// releasedImage is the repository and the tag the release workflow pushes for a chart
+// of version chartVersion, from the workflow and the Makefile's image target.
+func releasedImage(t *testing.T, chartVersion string) (repository, tag string) {
+	t.Helper()
+	var wf releaseWorkflow
+	readYAML(t, ".github/workflows/release.yaml", &wf)
+	job, ok := wf.Jobs["release"]
+	if !slices.Equal(wf.On.Push.Tags, []string{"v*"}) || !ok || job.Env["IMAGE_TAG"] != "${{ github.ref_name }}" {
+		t.Fatalf("release.yaml: want a release job on tags v*, IMAGE_TAG the tag; got tags %v, env %v", wf.On.Push.Tags, job.Env)
+	}
+	var chartFromTag, tagChecked bool
+	for _, step := range job.Steps {
+		chartFromTag = chartFromTag || strings.Contains(step.Run, `version="${IMAGE_TAG#v}"`) && strings.Contains(step.Run, `CHART_VERSION="$version"`)
+		tagChecked = tagChecked || strings.Contains(step.Run, `"version: ${IMAGE_TAG#v}"`) && strings.Contains(step.Run, "deploy/chart/cmsync/Chart.yaml")
+	}
+	if !chartFromTag || !tagChecked {
+		t.Errorf(
+			"release.yaml: want the chart pushed as the tag without its v (%v), and a tag refused whose Chart.yaml is another version (%v)",
+			chartFromTag,
+			tagChecked,
+		)
+	}
+	makefile, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(makefile), "KO_DOCKER_REPO=$(REGISTRY)/cmsync ") {
+		t.Errorf("Makefile: make image no longer pushes $(REGISTRY)/cmsync")
+	}
+	return job.Env["REGISTRY"] + "/cmsync", "v" + chartVersion
+}
+
+func TestChartDefaultImageIsTheReleases(t *testing.T) {
+	var chart struct {
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	readYAML(t, "deploy/chart/cmsync/Chart.yaml", &chart)
+	var values struct {
+		Image struct{ Repository, Tag, Digest string } `json:"image"`
+	}
+	readYAML(t, "deploy/chart/cmsync/values.yaml", &values)
+	repository, tag := releasedImage(t, chart.Version)
+	if values.Image.Tag != "" || values.Image.Digest != "" {
+		t.Errorf(
+			"values.yaml: image.tag %q, image.digest %q: want both empty, the image defaulting to the chart's appVersion",
+			values.Image.Tag,
+			values.Image.Digest,
+		)
+	}
+	if values.Image.Repository != repository {
+		t.Errorf("values.yaml: image.repository %q, but releases push %s", values.Image.Repository, repository)
+	}
+	if chart.AppVersion != tag {
+		t.Errorf("Chart.yaml: appVersion %q makes the default image %s:%s, but the release of version %s pushes %s:%s",
+			chart.AppVersion, values.Image.Repository, chart.AppVersion, chart.Version, repository, tag)
+	}
+}

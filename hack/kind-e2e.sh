@@ -2,8 +2,10 @@
 # kind-e2e.sh test|up — the chart's Pods on a real kind cluster, installed as users
 # install: ko's image and the OCI chart pushed to a registry, signed, verified, pulled
 # by the cluster. "test" runs the in-cluster suites against it (the e2e suite with a
-# Pod on each node mounting replicas, an upgrade from the first release, scoped mode,
-# a tampered image) and deletes everything; "up" keeps the cluster until Ctrl-C.
+# Pod on each node mounting replicas, an upgrade from the first release, then make
+# install from this checkout over it, scoped mode, a tampered image) and deletes
+# everything; "up" installs with make install, as docs/install.md says, and keeps the
+# cluster until Ctrl-C.
 #
 # Where it runs:
 #   - with a Docker engine this user can reach (a laptop): that engine and kind's
@@ -167,9 +169,16 @@ rolled_out() {
     { "$KUBECTL" get pods -A -o wide; "$KUBECTL" describe pods -n cmsync-system | tail -40; exit 1; }
 }
 
+# make install as a user runs it from a checkout (docs/install.md): this checkout's image
+# through the cluster's registry, the chart pinned to its digest. Its Pods pull only once
+# the pull secret's replica exists, so it does not wait for them.
+make_install() {
+  make -s install REGISTRY="$REGISTRY_HOST/cmsync" IMAGE_TAG=kind-e2e KUBECTL="$KUBECTL" INSTALL_WAIT= "$@" >/dev/null
+}
+
 if [ "$mode" = up ]; then
-  log "the pull secret's source, and helm install oci://$REGISTRY_HOST/cmsync/charts/cmsync"
-  "$HELM" install cmsync "${oci_chart[@]}" --create-namespace "${chart_values[@]}" >/dev/null
+  log "the pull secret's source, and make install REGISTRY=$REGISTRY_HOST/cmsync"
+  make_install HELM_ARGS="--set imagePullSecrets[0].name=cmsync-pull --set replicaCount=2 --set secrets.enabled=true"
   bootstrap "$DIR/cmsync-host"
   rolled_out
 else
@@ -192,7 +201,13 @@ else
   "$KUBECTL" apply --server-side --force-conflicts -f deploy/crds/ >/dev/null
   rolled_out
   KUBECTL="$KUBECTL" STATE="$DIR/upgrade.state" hack/kind/upgrade.sh check
+  log "make install over the release: this checkout, pinned to the digest ko pushed"
+  make_install
+  rolled_out
 fi
+pinned="$("$KUBECTL" -n cmsync-system get deployment cmsync -o jsonpath='{.spec.template.spec.containers[0].image}')"
+[[ "$pinned" == "$REGISTRY_HOST/cmsync/cmsync@sha256:"* ]] ||
+  { log "FAILED: make install left the Deployment on image $pinned, not pinned by digest"; exit 1; }
 log "the kubelet pulled the image:"
 "$KUBECTL" -n cmsync-system get events --field-selector reason=Pulled -o custom-columns=MESSAGE:.message --no-headers >&2
 "$KUBECTL" get pods -n cmsync-system -o wide >&2

@@ -9,14 +9,20 @@ package release
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +31,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/crypto/bcrypt"
+	"k8s.io/apimachinery/pkg/api/equality"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/cmsync/cmsync/internal/testsupport/testkit"
@@ -83,7 +91,7 @@ auth: {htpasswd: {realm: cmsync-release-test, path: %q}}
 	// The registry answers 401 to an anonymous client: it is up, and it wants credentials.
 	testkit.Eventually(t, 30*time.Second, "registry up", func() error {
 		return r.withEnv(func() error {
-			resp, err := http.Get("https://" + host + "/v2/")
+			resp, err := (&http.Client{Transport: r.transport(t)}).Get("https://" + host + "/v2/")
 			if err != nil {
 				return err
 			}
@@ -97,8 +105,23 @@ auth: {htpasswd: {realm: cmsync-release-test, path: %q}}
 	return r
 }
 
+// transport trusts the registry's certificate alone. Not SSL_CERT_FILE: Go reads the
+// system's roots once per process, and the next test's registry has another certificate.
+func (r registry) transport(t *testing.T) http.RoundTripper {
+	t.Helper()
+	ca, err := os.ReadFile(r.ca)
+	testkit.Must(t, err)
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		t.Fatalf("no certificate in %s", r.ca)
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	return transport
+}
+
 // withEnv runs fn with the registry's environment set in this process too (ggcr reads
-// DOCKER_CONFIG and SSL_CERT_FILE like the tools do).
+// DOCKER_CONFIG like the tools do).
 func (r registry) withEnv(fn func() error) error {
 	for _, kv := range r.env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -149,7 +172,8 @@ func builtImage(out string) string {
 }
 
 // The whole release path, on loopback: base image, image, SBOM, reproducibility,
-// signatures, a tampered image refused, and the chart as a signed OCI artifact.
+// signatures, a tampered image refused, the chart as a signed OCI artifact, and the
+// CRDs as the release asset.
 func TestReleasePath(t *testing.T) {
 	r := startRegistry(t)
 	vars := []string{"REGISTRY=" + r.host + "/cmsync", "IMAGE_TAG=release-test", "CHART_VERSION=0.1.0-release-test",
@@ -206,6 +230,62 @@ func TestReleasePath(t *testing.T) {
 	if !strings.Contains(string(rendered), "image: \""+r.host+"/cmsync/cmsync:release-test\"") {
 		t.Errorf("the pulled chart does not name the released image:\n%s", rendered)
 	}
+	checkCRDAsset(t, r, chart, "0.1.0-release-test")
+}
+
+// checkCRDAsset: the CRDs the release attaches (make crds-dist) are exactly those of
+// the chart it pushed, and those are deploy/crds'.
+func checkCRDAsset(t *testing.T, r registry, chart, version string) {
+	t.Helper()
+	r.mustMake(t, "crds-dist", "BIN="+r.dir)
+	asset, err := os.ReadFile(filepath.Join(r.dir, "crds", "cmsync-crds.yaml"))
+	testkit.Must(t, err)
+	show := exec.Command(os.Getenv("HELM"), "show", "crds", "oci://"+chart, "--version", version, "--ca-file", r.ca,
+		"--registry-config", filepath.Join(r.dir, "docker", "config.json"))
+	show.Env = append(os.Environ(), r.env...)
+	shown, err := show.Output()
+	if err != nil {
+		t.Fatalf("helm show crds oci://%s: %v", chart, err)
+	}
+	files, err := filepath.Glob("../../deploy/crds/*.yaml")
+	testkit.Must(t, err)
+	var tree []byte
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		testkit.Must(t, err)
+		tree = append(append(tree, "\n---\n"...), raw...)
+	}
+	want := crdsIn(t, tree)
+	if len(want) < 2 {
+		t.Fatalf("deploy/crds holds %d CRDs", len(want))
+	}
+	if got := crdsIn(t, asset); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("cmsync-crds.yaml holds CRDs %v, deploy/crds %v, or their contents differ", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	if got := crdsIn(t, shown); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("the pushed chart holds CRDs %v, deploy/crds %v, or their contents differ", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+}
+
+// crdsIn decodes a stream of YAML documents, by metadata.name.
+func crdsIn(t *testing.T, stream []byte) map[string]map[string]any {
+	t.Helper()
+	crds := map[string]map[string]any{}
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
+	for {
+		var doc map[string]any
+		if err := decoder.Decode(&doc); errors.Is(err, io.EOF) {
+			return crds
+		} else if err != nil {
+			t.Fatalf("decoding CRDs: %v", err)
+		}
+		if doc == nil {
+			continue
+		}
+		metadata, _ := doc["metadata"].(map[string]any)
+		crdName, _ := metadata["name"].(string)
+		crds[crdName] = doc
+	}
 }
 
 // checkImage: an index of linux/amd64 and linux/arm64, each running as 65532 on the
@@ -217,7 +297,8 @@ func checkImage(t *testing.T, r registry, ref string) {
 		if err != nil {
 			return err
 		}
-		index, err := remote.Index(digest, remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithContext(context.Background()))
+		index, err := remote.Index(digest, remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithTransport(r.transport(t)),
+			remote.WithContext(context.Background()))
 		if err != nil {
 			return err
 		}
@@ -247,7 +328,7 @@ func checkImage(t *testing.T, r registry, ref string) {
 		if err != nil {
 			return err
 		}
-		img, err := remote.Image(sbom, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+		img, err := remote.Image(sbom, remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithTransport(r.transport(t)))
 		if err != nil {
 			return fmt.Errorf("no SBOM attached: %w", err)
 		}

@@ -18,6 +18,15 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* image is the container image: pinned by image.digest when set, else by tag. */}}
+{{- define "cmsync.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "cmsync.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
 {{- default (include "cmsync.fullname" .) .Values.serviceAccount.name -}}
