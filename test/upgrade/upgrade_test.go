@@ -38,7 +38,7 @@ const (
 // labelled Secret stay in place throughout (none deleted or created anew: their uids
 // stay; none written: their content did not change), the admission policy refuses a
 // forged replica at every moment, and the sources say Synced after each step. After the
-// upgrade, the SecretSync CRD applied as docs/install.md says is served by the running
+// upgrade, the SecretSync CRD applied as docs/upgrade.md says is served by the running
 // cmsync, which started without it. At the end, a change of the sources reaches the
 // replicas the first release made: the working tree's cmsync manages them.
 func TestUpgradeAndRollbackKeepEveryReplica(t *testing.T) {
@@ -296,7 +296,7 @@ func changeSources(t *testing.T, value string) {
 	})
 }
 
-// applyCRDs applies the working tree's CRDs as docs/install.md tells users to after a
+// applyCRDs applies the working tree's CRDs as docs/upgrade.md tells users to after a
 // helm upgrade: a server-side apply that takes the fields Helm wrote at the install
 // (kubectl apply --server-side --force-conflicts).
 func applyCRDs(t *testing.T) {
