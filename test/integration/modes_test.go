@@ -37,7 +37,7 @@ func TestConfigMapSyncModes(t *testing.T) {
 	if err := setupError(t, bare, replicator.SyncDisabled); err != nil {
 		t.Errorf("disabled: %v", err)
 	}
-	if err := setupError(t, bare, replicator.SyncEnabled); err == nil || !strings.Contains(err.Error(), "install the CRD") {
+	if err := setupError(t, bare, replicator.SyncEnabled); err == nil || !strings.Contains(err.Error(), "apply the release's CRD file") {
 		t.Errorf("enabled without the CRD: %v", err)
 	}
 	if err := setupError(t, bare, "maybe"); err == nil || !strings.Contains(err.Error(), "must be auto, enabled or disabled") {
@@ -96,7 +96,7 @@ func TestSecretSyncModes(t *testing.T) {
 		mode    string
 		want    string
 	}{
-		{true, replicator.SyncEnabled, "install the CRD"},
+		{true, replicator.SyncEnabled, "apply the release's CRD file"},
 		{false, replicator.SyncEnabled, "it needs --secrets=enabled"},
 		{true, "sometimes", "must be auto, enabled or disabled"},
 	} {
