@@ -445,8 +445,9 @@ func tableRows(t *testing.T, page string, header ...string) [][]string {
 
 // codeSpans returns the inline code of a cell, in order.
 func codeSpans(cell string) []string {
-	var spans []string
-	for _, m := range inlineCode.FindAllStringSubmatch(cell, -1) {
+	matches := inlineCode.FindAllStringSubmatch(cell, -1)
+	spans := make([]string, 0, len(matches))
+	for _, m := range matches {
 		spans = append(spans, m[1])
 	}
 	return spans
@@ -499,8 +500,9 @@ func TestDocsFlagDefaults(t *testing.T) {
 		t.Fatalf("found %d rows of controller flags in docs/reference.md", len(rows))
 	}
 	for _, row := range rows {
-		var names []string
-		for _, span := range codeSpans(row[0]) {
+		spans := codeSpans(row[0])
+		names := make([]string, 0, len(spans))
+		for _, span := range spans {
 			names = append(names, strings.TrimPrefix(span, "--"))
 		}
 		values := codeSpans(row[1])
@@ -590,8 +592,9 @@ func asCode(v any) (code string, leaves []any) {
 
 // valueKeys returns the chart values a row's first cell names: `a.b`, then `.c` for a.c.
 func valueKeys(cell string) []string {
-	var keys []string
-	for _, span := range codeSpans(cell) {
+	spans := codeSpans(cell)
+	keys := make([]string, 0, len(spans))
+	for _, span := range spans {
 		if strings.HasPrefix(span, ".") && len(keys) > 0 {
 			parent := keys[0][:strings.LastIndex(keys[0], ".")+1]
 			span = parent + span[1:]
@@ -700,10 +703,7 @@ func crossReferences(t *testing.T, page string, headings map[string]bool) []stri
 	_, prose := fencedBlocks(t, page)
 	text := markdownLinkWhole.ReplaceAllString(inlineCode.ReplaceAllString(strings.Join(prose, "\n"), "code"), "link")
 	text = strings.Join(strings.Fields(text), " ") // a reference may span lines
-	var found []string
-	for _, m := range bareDirection.FindAllString(text, -1) {
-		found = append(found, m)
-	}
+	found := bareDirection.FindAllString(text, -1)
 	if page != "README.md" {
 		found = append(found, regexp.MustCompile(`(?i)\bthis README\b`).FindAllString(text, -1)...)
 	}

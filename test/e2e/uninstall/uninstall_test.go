@@ -144,7 +144,7 @@ func pageSections(t *testing.T) map[string][]string {
 	for _, line := range strings.Split(string(raw), "\n") {
 		switch {
 		case !open && line == "```sh":
-			open, block = true, nil
+			open, block = true, make([]string, 0, 1)
 		case open && line == "```":
 			open, sections[heading] = false, append(sections[heading], strings.Join(block, "\n")+"\n")
 		case open:
