@@ -71,6 +71,15 @@ func makeCopies(t *testing.T) copies {
 	for _, sync := range syncs {
 		must(t, harness.K8s.Create(ctx, sync))
 	}
+	waitForCopies(t, c, syncs)
+	return c
+}
+
+// waitForCopies waits until cmsync has made every replica of c, put its finalizer on
+// each of syncs and marked the labelled sources (the first two) Synced.
+func waitForCopies(t *testing.T, c copies, syncs []client.Object) {
+	t.Helper()
+	ctx := context.Background()
 	eventually(t, time.Minute, "every copy made, the explicit objects finalized", func() error {
 		for _, r := range c.replicas {
 			obj := emptyOf(r.kind)
@@ -96,7 +105,6 @@ func makeCopies(t *testing.T) copies {
 		}
 		return nil
 	})
-	return c
 }
 
 // configMapsAndSecrets lists every ConfigMap and Secret of the cluster.

@@ -52,18 +52,20 @@ func TestUninstallKeepsTheCopies(t *testing.T) {
 	follow(t, alreadyGone, nil)
 	expectNothingOfCmsync(t)
 	expectSourcesKept(t, copies)
-	// The garbage collector has had the time to delete what still named a deleted owner.
-	time.Sleep(5 * time.Second)
-	for _, r := range copies.replicas {
-		obj := emptyOf(r.kind)
-		must(t, harness.K8s.Get(context.Background(), r.key, obj))
-		if got := contentOf(obj); got != r.content {
-			t.Errorf("kept copy %s %s holds %q, want %q", r.kindName(), r.key, got, r.content)
+	// The ConfigMapSync and SecretSync are gone: the garbage collector deletes anything
+	// that still names them, so the copies are watched for a while.
+	consistently(t, 5*time.Second, "the kept copies stay, plain and whole", func() error {
+		for _, r := range copies.replicas {
+			obj := emptyOf(r.kind)
+			if err := harness.K8s.Get(context.Background(), r.key, obj); err != nil {
+				return fmt.Errorf("kept copy %s %s: %w", r.kindName(), r.key, err)
+			}
+			if got := contentOf(obj); got != r.content || len(obj.GetOwnerReferences()) != 0 {
+				return fmt.Errorf("kept copy %s %s holds %q (want %q), owner references %v", r.kindName(), r.key, got, r.content, obj.GetOwnerReferences())
+			}
 		}
-		if len(obj.GetOwnerReferences()) != 0 {
-			t.Errorf("kept copy %s %s still has owner references %v", r.kindName(), r.key, obj.GetOwnerReferences())
-		}
-	}
+		return nil
+	})
 }
 
 // cmsync stopped without a word and its release uninstalled: the page's third section
@@ -247,6 +249,7 @@ func gone(obj client.Object) error {
 
 // The shared helpers, under the names these tests use.
 var (
-	eventually = testkit.Eventually
-	must       = testkit.Must
+	eventually   = testkit.Eventually
+	consistently = testkit.Consistently
+	must         = testkit.Must
 )
