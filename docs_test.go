@@ -810,3 +810,46 @@ func TestDocsNameFilesAndTestsThatExist(t *testing.T) {
 		t.Errorf("found only %d files and tests named in the docs", named)
 	}
 }
+
+var (
+	// measuringWord and figureWithUnit, in one sentence, claim a measurement.
+	measuringWord  = regexp.MustCompile(`(?i)\b(measured|peak(ed)?|resident)\b`)
+	figureWithUnit = regexp.MustCompile(`\b\d[\d,.]*\s?(MiB|MB|GiB|KiB|ms|s|minutes|×|%)`)
+	// figureSource is where a figure comes from: a result file, the test or benchmark
+	// that measures it, a make target of the bench, or the lab notebook.
+	figureSource = regexp.MustCompile(
+		"bench/results/[\\w.-]+\\.json|`(Test|Fuzz|Benchmark)[A-Z]\\w*`|`make (bench|chaos)[\\w -]*`|bench/HISTORY\\.md|`go test -bench",
+	)
+)
+
+// Every measured figure of the docs says where it comes from: a section (## or ###) with
+// a sentence that gives a measurement and its figure names a result file, a test, a
+// bench target or bench/HISTORY.md (TestDocsNameFilesAndTestsThatExist checks that
+// each is in the tree).
+func TestDocsMeasuredFiguresNameTheirSource(t *testing.T) {
+	measured := 0
+	for _, page := range docPages(t) {
+		_, prose := fencedBlocks(t, page)
+		for _, section := range regexp.MustCompile(`\n#{2,3} `).Split(strings.Join(prose, "\n"), -1) {
+			text := strings.Join(strings.Fields(section), " ")
+			for _, s := range strings.Split(text, ". ") {
+				if !measuringWord.MatchString(s) || !figureWithUnit.MatchString(s) {
+					continue
+				}
+				measured++
+				if !figureSource.MatchString(section) {
+					heading, _, _ := strings.Cut(text, " ")
+					t.Errorf(
+						"%s: %q gives a measured figure, and its section (%s…) names no result file, test, bench target or bench/HISTORY.md",
+						page,
+						s,
+						heading,
+					)
+				}
+			}
+		}
+	}
+	if measured < 10 {
+		t.Errorf("found only %d measured figures in the docs", measured)
+	}
+}
