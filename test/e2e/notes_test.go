@@ -20,8 +20,7 @@ func TestInstallNotesEstimateMemory(t *testing.T) {
 		want       string
 	}{
 		{1000, false, "364Mi"},
-		{1000, true, "664Mi"},
-		{100, false, "94Mi"},
+		{100, true, "124Mi"},
 	} {
 		names := make([]string, tc.namespaces)
 		for i := range names {
