@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -230,5 +231,90 @@ func TestChartDefaultImageIsTheReleases(t *testing.T) {
 	if chart.AppVersion != tag {
 		t.Errorf("Chart.yaml: appVersion %q makes the default image %s:%s, but the release of version %s pushes %s:%s",
 			chart.AppVersion, values.Image.Repository, chart.AppVersion, chart.Version, repository, tag)
+	}
+}
+
+// sizingRuleText is how docs/support.md#sizing states its rule, without and with Secrets.
+var sizingRuleText = regexp.MustCompile(
+	`at least \*\*(\d+) MiB \+ ([\d.]+) MiB per namespace served\*\*; with Secrets enabled,.*? (\d+) MiB \+ ([\d.]+) MiB per namespace`)
+
+// sizingRule reads docs/support.md's memory rule for scoped mode: a base and a part per
+// namespace served, in MiB, without and with Secrets.
+func sizingRule(t *testing.T) (base, perNamespace, perNamespaceWithSecrets float64) {
+	t.Helper()
+	raw, err := os.ReadFile("docs/support.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(raw)), " ")
+	rule := sizingRuleText.FindStringSubmatch(text)
+	if rule == nil {
+		t.Fatal("docs/support.md#sizing states no rule of the form \"at least **B MiB + P MiB per namespace served**\"")
+	}
+	number := func(s string) float64 {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	if rule[1] != rule[3] {
+		t.Fatalf("docs/support.md: two bases, %s and %s MiB", rule[1], rule[3])
+	}
+	return number(rule[1]), number(rule[2]), number(rule[4])
+}
+
+// scopedMemoryPoints reads the memory cmsync measured at each point of make bench-scoped:
+// its mode, the namespaces, and the peak resident MiB.
+func scopedMemoryPoints(t *testing.T, file string) []struct {
+	Mode       string
+	Namespaces int
+	Memory     struct{ SteadyMiB, PeakMiB float64 }
+} {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var result struct {
+		Points []struct {
+			Mode       string
+			Namespaces int
+			Memory     struct{ SteadyMiB, PeakMiB float64 }
+		}
+	}
+	if err := json.Unmarshal(raw, &result); err != nil || len(result.Points) == 0 {
+		t.Fatalf("%s: %v (%d points)", file, err, len(result.Points))
+	}
+	return result.Points
+}
+
+// The memory the docs tell users to give cmsync holds what was measured: the chart's
+// default limit holds the peak of every default-mode point and of scoped mode up to the
+// namespaces docs/scoped-mode.md recommends it for (a few hundred: the points up to
+// 100), and docs/support.md's rule for scoped mode holds the peak of every scoped point.
+// The install notes print that rule (TestInstallNotesEstimateMemory).
+func TestChartMemoryHoldsWhatWasMeasured(t *testing.T) {
+	base, perNamespace, _ := sizingRule(t)
+	limit, ok := chartValue(chartValues(t), "resources.limits.memory")
+	if !ok {
+		t.Fatal("values.yaml sets no resources.limits.memory")
+	}
+	limitMiB, err := strconv.ParseFloat(strings.TrimSuffix(limit.(string), "Mi"), 64)
+	if err != nil {
+		t.Fatalf("resources.limits.memory %v: want a value in Mi", limit)
+	}
+	const file = "bench/results/scoped-20261128-171414.json"
+	raw, err := os.ReadFile("docs/support.md")
+	if err != nil || !strings.Contains(string(raw), file) {
+		t.Fatalf("docs/support.md does not cite %s (%v)", file, err)
+	}
+	for _, p := range scopedMemoryPoints(t, file) {
+		if rule := base + perNamespace*float64(p.Namespaces); p.Mode == "scoped" && rule < p.Memory.PeakMiB {
+			t.Errorf("scoped mode at %d namespaces peaked at %.0f MiB, over the %.0f MiB docs/support.md gives it", p.Namespaces, p.Memory.PeakMiB, rule)
+		}
+		if (p.Mode != "scoped" || p.Namespaces <= 100) && limitMiB < p.Memory.PeakMiB {
+			t.Errorf("%s mode at %d namespaces peaked at %.0f MiB, over the chart's default limit %v", p.Mode, p.Namespaces, p.Memory.PeakMiB, limit)
+		}
 	}
 }

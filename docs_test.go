@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -413,5 +414,495 @@ func TestHelmUpgradeResetting(t *testing.T) {
 		if got := helmUpgradeResetting(tc.command); got != tc.want {
 			t.Errorf("helmUpgradeResetting(%q) = %v, want %v", tc.command, got, tc.want)
 		}
+	}
+}
+
+// tableRows returns the body rows of every Markdown table of page whose header begins
+// with the given column names, each row as its cells (an escaped \| stays in its cell).
+func tableRows(t *testing.T, page string, header ...string) [][]string {
+	t.Helper()
+	_, prose := fencedBlocks(t, page)
+	var rows [][]string
+	inTable := false
+	for _, line := range prose {
+		if !strings.HasPrefix(line, "|") {
+			inTable = false
+			continue
+		}
+		cells := strings.Split(strings.ReplaceAll(strings.Trim(line, "|"), `\|`, "\x00"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(strings.ReplaceAll(cells[i], "\x00", `\|`))
+		}
+		switch {
+		case len(cells) >= len(header) && slices.Equal(cells[:len(header)], header):
+			inTable = true
+		case inTable && !strings.HasPrefix(cells[0], "---"):
+			rows = append(rows, cells)
+		}
+	}
+	return rows
+}
+
+// codeSpans returns the inline code of a cell, in order.
+func codeSpans(cell string) []string {
+	matches := inlineCode.FindAllStringSubmatch(cell, -1)
+	spans := make([]string, 0, len(matches))
+	for _, m := range matches {
+		spans = append(spans, m[1])
+	}
+	return spans
+}
+
+var (
+	helpFlag    = regexp.MustCompile(`^  -(\S+)(?: (\S+))?$`)
+	helpDefault = regexp.MustCompile(`\(default (.+)\)$`)
+)
+
+// controllerFlagDefaults builds cmsync and reads each flag's default from its --help, as
+// a user reads it, wherever in the code the flag is bound. A flag whose help states no
+// default has its type's zero value.
+func controllerFlagDefaults(t *testing.T) map[string]string {
+	t.Helper()
+	binary := filepath.Join(t.TempDir(), "cmsync")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	help, _ := exec.Command(binary, "--help").CombinedOutput() // flag's -help exits non-zero
+	defaults, name := map[string]string{}, ""
+	for _, line := range strings.Split(string(help), "\n") {
+		if m := helpFlag.FindStringSubmatch(line); m != nil {
+			name = m[1]
+			defaults[name] = map[string]string{"": "false", "int": "0", "float": "0", "duration": "0s"}[m[2]]
+			continue
+		}
+		if m := helpDefault.FindStringSubmatch(line); m != nil && name != "" {
+			value, err := strconv.Unquote(m[1])
+			if err != nil {
+				value = m[1]
+			}
+			defaults[name] = value
+		}
+	}
+	if len(defaults) < 20 {
+		t.Fatalf("read only %d flags from cmsync --help:\n%s", len(defaults), help)
+	}
+	return defaults
+}
+
+// The defaults docs/reference.md states for the controller's flags are the binary's: a
+// row's code spans in its default column, one per flag of the row, are compared with
+// them in order; a row that states its default in words must be one of flags whose
+// default is empty, false or zero.
+func TestDocsFlagDefaults(t *testing.T) {
+	defaults := controllerFlagDefaults(t)
+	rows := tableRows(t, "docs/reference.md", "flag", "default")
+	if len(rows) < 20 {
+		t.Fatalf("found %d rows of controller flags in docs/reference.md", len(rows))
+	}
+	for _, row := range rows {
+		spans := codeSpans(row[0])
+		names := make([]string, 0, len(spans))
+		for _, span := range spans {
+			names = append(names, strings.TrimPrefix(span, "--"))
+		}
+		values := codeSpans(row[1])
+		for i, name := range names {
+			code, ok := defaults[name]
+			switch {
+			case !ok:
+				t.Errorf("docs/reference.md names --%s, which cmsync --help does not list", name)
+			case len(values) == len(names) && values[i] != code:
+				t.Errorf("docs/reference.md: --%s defaults to %q, the page says %q", name, code, values[i])
+			case len(values) != len(names) && !slices.Contains([]string{"", "false", "0", "0s"}, code):
+				t.Errorf("docs/reference.md: --%s defaults to %q: state it as code, one value per flag of the row (%q)", name, code, row[1])
+			}
+		}
+	}
+}
+
+// chartValues reads deploy/chart/cmsync/values.yaml.
+func chartValues(t *testing.T) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile("deploy/chart/cmsync/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]any{}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	return values
+}
+
+// chartValue is the value at a dotted path of values.
+func chartValue(values map[string]any, path string) (any, bool) {
+	var v any = values
+	for _, key := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if v, ok = m[key]; !ok {
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// asCode is how the docs write a value of values.yaml as code: a string as it is (quoted
+// when YAML would read it as another type, or when empty), [] and {} when empty; a list
+// or map that holds values is written as the values it holds (leaves).
+func asCode(v any) (code string, leaves []any) {
+	switch v := v.(type) {
+	case string:
+		var typed any
+		if v == "" {
+			return `""`, nil
+		}
+		if err := yaml.Unmarshal([]byte(v), &typed); err == nil {
+			if _, isString := typed.(string); !isString {
+				return strconv.Quote(v), nil
+			}
+		}
+		return v, nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	case []any:
+		if len(v) == 0 {
+			return "[]", nil
+		}
+		return "", v
+	case map[string]any:
+		if len(v) == 0 {
+			return "{}", nil
+		}
+		for _, e := range v {
+			_, inner := asCode(e)
+			if inner == nil {
+				inner = []any{e}
+			}
+			leaves = append(leaves, inner...)
+		}
+		return "", leaves
+	}
+	return fmt.Sprint(v), nil
+}
+
+// valueKeys returns the chart values a row's first cell names: `a.b`, then `.c` for a.c.
+func valueKeys(cell string) []string {
+	spans := codeSpans(cell)
+	keys := make([]string, 0, len(spans))
+	for _, span := range spans {
+		if strings.HasPrefix(span, ".") && len(keys) > 0 {
+			parent := keys[0][:strings.LastIndex(keys[0], ".")+1]
+			span = parent + span[1:]
+		}
+		keys = append(keys, span)
+	}
+	return keys
+}
+
+// The defaults every page states for the chart's values are values.yaml's: a row's code
+// spans in its default column, one per value of the row, are compared with them in
+// order; otherwise each value that is not empty must be among them, and an empty one
+// may be said in words. A list or map that holds values is stated by what it holds. docs/reference.md names
+// every value.
+func TestDocsChartValueDefaults(t *testing.T) {
+	values := chartValues(t)
+	named := map[string]bool{}
+	for _, page := range docPages(t) {
+		for _, row := range tableRows(t, page, "value", "default") {
+			keys, parts := valueKeys(row[0]), defaultParts(row[1])
+			for i, key := range keys {
+				if page == "docs/reference.md" {
+					named[key] = true
+				}
+				v, ok := chartValue(values, key)
+				if !ok {
+					t.Errorf("%s: %s is not a value of values.yaml", page, key)
+					continue
+				}
+				stated := statedDefault{words: true}
+				if len(parts) == len(keys) {
+					stated = parts[i]
+				}
+				if err := checkValueDefault(v, stated, row[1]); err != nil {
+					t.Errorf("%s: %s %v", page, key, err)
+				}
+			}
+		}
+	}
+	for _, path := range valuePaths(values, "") {
+		if !namedOrAncestor(named, path) {
+			t.Errorf("docs/reference.md#chart-values does not name the value %s", path)
+		}
+	}
+}
+
+// statedDefault is the default a page states for one value: as code, or in words.
+type statedDefault struct {
+	code  string
+	words bool
+}
+
+var parenthesized = regexp.MustCompile(`\([^()]*\)`)
+
+// defaultParts splits a default cell into one part per value of its row, at the commas
+// outside parentheses and code, and reads each: its one code span outside parentheses,
+// or words.
+func defaultParts(cell string) []statedDefault {
+	var parts []string
+	depth, inCode, start := 0, false, 0
+	for i, r := range cell {
+		switch {
+		case r == '`':
+			inCode = !inCode
+		case inCode:
+		case r == '(':
+			depth++
+		case r == ')':
+			depth--
+		case r == ',' && depth == 0:
+			parts, start = append(parts, cell[start:i]), i+1
+		}
+	}
+	parts = append(parts, cell[start:])
+	stated := make([]statedDefault, 0, len(parts))
+	for _, part := range parts {
+		for parenthesized.MatchString(part) {
+			part = parenthesized.ReplaceAllString(part, "")
+		}
+		if spans := codeSpans(part); len(spans) == 1 {
+			stated = append(stated, statedDefault{code: spans[0]})
+		} else {
+			stated = append(stated, statedDefault{words: true})
+		}
+	}
+	return stated
+}
+
+// checkValueDefault compares the default of values.yaml, v, with what a row states: a
+// list or a map that holds values by the values it holds, anywhere in the cell; a value
+// stated as code exactly; one stated in words must be empty, or be in the cell as code.
+func checkValueDefault(v any, stated statedDefault, cell string) error {
+	code, leaves := asCode(v)
+	switch {
+	case leaves != nil:
+		for _, leaf := range leaves {
+			if c, _ := asCode(leaf); !strings.Contains(cell, c) {
+				return fmt.Errorf("holds %q by default, which the row does not state (%q)", c, cell)
+			}
+		}
+	case !stated.words && stated.code != code:
+		return fmt.Errorf("defaults to %s, the page says %s", code, stated.code)
+	case stated.words && !slices.Contains(codeSpans(cell), code) && !slices.Contains([]string{`""`, "[]", "{}"}, code):
+		return fmt.Errorf("defaults to %s, which the row does not state as code (%q)", code, cell)
+	}
+	return nil
+}
+
+// valuePaths returns the dotted path of every value of values that is not a map holding
+// values (those, their own values).
+func valuePaths(values map[string]any, prefix string) []string {
+	var paths []string
+	for key, v := range values {
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
+			paths = append(paths, valuePaths(m, prefix+key+".")...)
+			continue
+		}
+		paths = append(paths, prefix+key)
+	}
+	return paths
+}
+
+func namedOrAncestor(named map[string]bool, path string) bool {
+	for {
+		if named[path] {
+			return true
+		}
+		i := strings.LastIndex(path, ".")
+		if i < 0 {
+			return false
+		}
+		path = path[:i]
+	}
+}
+
+var (
+	// markdownLinkWhole is a whole link, its text included: a reference that resolves.
+	markdownLinkWhole = regexp.MustCompile(`\[[^\]]*\]\([^)\s]+\)`)
+	// bareDirection is "below" or "above" used as a reference without a link: (below),
+	// (above: …), see below, (…, above).
+	bareDirection = regexp.MustCompile(`(?i)\(\s*(see\s+)?(below|above)\s*[):;,]|\bsee\s+(below|above)\b|,\s*(below|above)\s*\)`)
+	// seePlain is "see X" with X a capitalized name in plain text, as a section is named.
+	seePlain = regexp.MustCompile(`\b[Ss]ee ([A-Z][A-Za-z]*(?: [a-z][A-Za-z]*)*)\b`)
+	// parenthesizedName is "(X)" with X a capitalized name in plain text.
+	parenthesizedName = regexp.MustCompile(`\(([A-Z][a-z]+(?: [a-z]+)*)\)`)
+)
+
+// crossReferencesAsTheyWere are plain-text cross-references of pages whose owner has not
+// made them links yet, each with its page: a known hazard, not an exception to the rule.
+// Make it a link and delete its entry (the test says when).
+var crossReferencesAsTheyWere = map[string][]string{
+	"docs/architecture.md": {", below)", "see Performance"},
+}
+
+// crossReferences returns the plain-text cross-references of a page's prose (its links
+// taken out): each names a place in words that no test can follow.
+func crossReferences(t *testing.T, page string, headings map[string]bool) []string {
+	t.Helper()
+	_, prose := fencedBlocks(t, page)
+	text := markdownLinkWhole.ReplaceAllString(inlineCode.ReplaceAllString(strings.Join(prose, "\n"), "code"), "link")
+	text = strings.Join(strings.Fields(text), " ") // a reference may span lines
+	found := bareDirection.FindAllString(text, -1)
+	if page != "README.md" {
+		found = append(found, regexp.MustCompile(`(?i)\bthis README\b`).FindAllString(text, -1)...)
+	}
+	for _, m := range seePlain.FindAllStringSubmatch(text, -1) {
+		found = append(found, m[0])
+	}
+	for _, m := range parenthesizedName.FindAllStringSubmatch(text, -1) {
+		if headings[strings.ToLower(m[1])] {
+			found = append(found, m[0])
+		}
+	}
+	return found
+}
+
+// Every cross-reference of the docs is a link, which TestDocsLinksResolve follows: no
+// "(below)", "see Chaos" or "(Controller flags)" in plain text, which goes on pointing
+// at a section after it moved or was renamed, and no "this README" outside the README.
+func TestDocsCrossReferencesAreLinks(t *testing.T) {
+	headings := map[string]bool{}
+	for _, page := range docPages(t) {
+		_, prose := fencedBlocks(t, page)
+		for _, line := range prose {
+			if m := headingLine.FindStringSubmatch(line); m != nil {
+				headings[strings.ToLower(strings.TrimSpace(m[1]))] = true
+			}
+		}
+	}
+	for _, page := range docPages(t) {
+		found := crossReferences(t, page, headings)
+		if known, ok := crossReferencesAsTheyWere[page]; ok {
+			if !slices.Equal(found, known) {
+				t.Errorf("%s: plain-text cross-references %q, known %q: make each a link, and update crossReferencesAsTheyWere", page, found, known)
+			}
+			continue
+		}
+		for _, ref := range found {
+			t.Errorf("%s: %q refers to a place in plain text: make it a link", page, ref)
+		}
+	}
+}
+
+var (
+	// repoPath is a path of the repository, as the docs name a file or a directory.
+	repoPath = regexp.MustCompile(`^(?:api|bench|cmd|deploy|desired|docs|hack|internal|predicates|replicator|test)/[\w./-]*[\w/]$`)
+	// resultFile is a result of the benchmarks, named without its directory.
+	resultFile = regexp.MustCompile(`^[a-z]+-\d{8}-\d{6}[\w-]*\.json$`)
+	// testName is a test, benchmark or fuzz target, as the docs name the proof of a claim.
+	testName = regexp.MustCompile(`^(Test|Fuzz|Benchmark)[A-Z]\w*$`)
+)
+
+// testsInTree returns the name of every test function of the repository's _test.go files.
+func testsInTree(t *testing.T) map[string]bool {
+	t.Helper()
+	declared := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark)\w+)\(`)
+	tests := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		raw, err := os.ReadFile(path)
+		for _, m := range declared.FindAllStringSubmatch(string(raw), -1) {
+			tests[m[1]] = true
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tests
+}
+
+// Every file, benchmark result and test the docs name as code is in the tree: a figure
+// that cites its result file, or a claim that cites its test, cites something a reader
+// can open and run.
+func TestDocsNameFilesAndTestsThatExist(t *testing.T) {
+	tests := testsInTree(t)
+	named := 0
+	for _, page := range docPages(t) {
+		_, prose := fencedBlocks(t, page)
+		for _, m := range inlineCode.FindAllStringSubmatch(strings.Join(prose, "\n"), -1) {
+			code := strings.TrimSuffix(strings.TrimSpace(m[1]), "/")
+			var missing bool
+			switch {
+			case strings.ContainsAny(code, "*<>$ "):
+				continue // a pattern or a placeholder, not one file
+			case repoPath.MatchString(code):
+				_, err := os.Stat(code)
+				missing = err != nil
+			case resultFile.MatchString(code):
+				_, err := os.Stat(filepath.Join("bench/results", code))
+				missing = err != nil
+			case testName.MatchString(code):
+				missing = !tests[code]
+			default:
+				continue
+			}
+			named++
+			if missing {
+				t.Errorf("%s names %s, which is not in the tree", page, code)
+			}
+		}
+	}
+	if named < 20 {
+		t.Errorf("found only %d files and tests named in the docs", named)
+	}
+}
+
+var (
+	// measuringWord and figureWithUnit, in one sentence, claim a measurement.
+	measuringWord  = regexp.MustCompile(`(?i)\b(measured|peak(ed)?|resident|took|recorded)\b`)
+	figureWithUnit = regexp.MustCompile(`\b\d[\d,.]*\s?(MiB|MB|GiB|KiB|ms|s|minutes|×|%)`)
+	// figureSource is where a figure comes from: a result file, the test or benchmark
+	// that measures it, a make target of the bench, or the lab notebook.
+	figureSource = regexp.MustCompile(
+		"bench/results/[\\w.-]+\\.json|`(Test|Fuzz|Benchmark)[A-Z]\\w*`|`make (bench|chaos)[\\w -]*`|bench/HISTORY\\.md|`go test -bench",
+	)
+)
+
+// Every measured figure of the docs says where it comes from: a section (## or ###) with
+// a sentence that gives a measurement and its figure names a result file, a test, a
+// bench target or bench/HISTORY.md (TestDocsNameFilesAndTestsThatExist checks that
+// each is in the tree).
+func TestDocsMeasuredFiguresNameTheirSource(t *testing.T) {
+	measured := 0
+	for _, page := range docPages(t) {
+		_, prose := fencedBlocks(t, page)
+		for _, section := range regexp.MustCompile(`\n#{2,3} `).Split(strings.Join(prose, "\n"), -1) {
+			text := strings.Join(strings.Fields(section), " ")
+			for _, s := range strings.Split(text, ". ") {
+				if !measuringWord.MatchString(s) || !figureWithUnit.MatchString(s) {
+					continue
+				}
+				measured++
+				if !figureSource.MatchString(section) {
+					heading, _, _ := strings.Cut(text, " ")
+					t.Errorf(
+						"%s: %q gives a measured figure, and its section (%s…) names no result file, test, bench target or bench/HISTORY.md",
+						page,
+						s,
+						heading,
+					)
+				}
+			}
+		}
+	}
+	if measured < 5 {
+		t.Errorf("found only %d measured figures in the docs", measured)
 	}
 }
