@@ -745,9 +745,7 @@ var (
 // crossReferencesAsTheyWere are plain-text cross-references of pages whose owner has not
 // made them links yet, each with its page: a known hazard, not an exception to the rule.
 // Make it a link and delete its entry (the test says when).
-var crossReferencesAsTheyWere = map[string][]string{
-	"docs/architecture.md": {", below)", "see Performance"},
-}
+var crossReferencesAsTheyWere = map[string][]string{}
 
 // crossReferences returns the plain-text cross-references of a page's prose (its links
 // taken out): each names a place in words that no test can follow.
