@@ -86,8 +86,12 @@ func servesCRD(mapper meta.RESTMapper, kind, mode string) (bool, error) {
 	case meta.IsNoMatchError(err) && mode == SyncAuto:
 		return false, nil
 	case meta.IsNoMatchError(err):
-		return false, fmt.Errorf("the API server does not serve %s.%s/%s: apply the release's CRD file (cmsync-crds.yaml; docs/upgrade.md), or deploy/crds from a checkout",
-			kind, gk.Group, v1alpha1.GroupVersion.Version)
+		return false, fmt.Errorf(
+			"the API server does not serve %s.%s/%s: apply the release's CRD file (cmsync-crds.yaml; docs/upgrade.md), or deploy/crds from a checkout",
+			kind,
+			gk.Group,
+			v1alpha1.GroupVersion.Version,
+		)
 	default:
 		return false, fmt.Errorf("looking up the %s CRD: %w", kind, err)
 	}
