@@ -10,6 +10,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -31,9 +33,12 @@ var (
 
 // cluster reads what the plugin needs, as metadata wherever that suffices. A source is
 // read whole, so that the plugin decides as the controller does (a Secret's type, the
-// size against --max-replicated-bytes); a value is never shown.
+// size against --max-replicated-bytes); a value is never shown. What the user's rights
+// do not let it read cluster-wide it reads where they do, and records in missed what it
+// therefore left out.
 type cluster struct {
 	client client.Client
+	missed *missed
 }
 
 func metadataList(kind string) *metav1.PartialObjectMetadataList {
@@ -48,18 +53,93 @@ func metadataOf(kind string) *metav1.PartialObjectMetadata {
 	return obj
 }
 
-// namespaces lists every namespace as target resolution sees it.
-func (c cluster) namespaces(ctx context.Context) ([]desired.Namespace, error) {
+// namespaces lists every namespace as target resolution sees it (all: true). Without
+// the right to list them it reads those of fallback the user may get — their own, which
+// the view and edit ClusterRoles bound there grant — and records what it left out.
+func (c cluster) namespaces(ctx context.Context, fallback ...string) (namespaces []desired.Namespace, all bool, err error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
-	if err := c.client.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing namespaces: %w", err)
+	err = c.client.List(ctx, list)
+	switch {
+	case err == nil:
+		for i := range list.Items {
+			namespaces = append(namespaces, desired.NamespaceOf(&list.Items[i]))
+		}
+		return namespaces, true, nil
+	case !apierrors.IsForbidden(err):
+		return nil, false, fmt.Errorf("listing namespaces: %w", err)
 	}
-	out := make([]desired.Namespace, 0, len(list.Items))
-	for _, ns := range list.Items {
-		out = append(out, desired.NamespaceOf(&ns))
+	var read []string
+	for _, name := range nearby(fallback...) {
+		ns := metadataOf("Namespace")
+		err := c.client.Get(ctx, client.ObjectKey{Name: name}, ns)
+		switch {
+		case apierrors.IsForbidden(err):
+			c.missed.add(mayGet(namespaceKind, name), "namespace "+name+": not read, so nothing was decided for it")
+			continue
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, false, fmt.Errorf("reading namespace %s: %w", name, err)
+		}
+		namespaces = append(namespaces, desired.NamespaceOf(ns))
+		read = append(read, name)
 	}
-	return out, nil
+	c.missed.add(mayList(namespaceKind, ""),
+		"the namespaces"+outside(read)+": the targets there, and the byte budget across them, were not checked")
+	return namespaces, false, nil
+}
+
+// listEverywhere lists the metadata of the objects of kind that opts select, in every
+// namespace; without that right, in each of near (the namespaces the command is about)
+// where the user may, and records that what (a plural: "replicas of …") was not looked
+// for elsewhere. It never falls back to every namespace one by one: a user who may not
+// list them cluster-wide is rarely allowed in more than a few. looked is where it
+// looked, nil for everywhere.
+func (c cluster) listEverywhere(
+	ctx context.Context, kind string, near []string, what string, opts ...client.ListOption,
+) (items []metav1.PartialObjectMetadata, looked sets.Set[string], err error) {
+	list := metadataList(kind)
+	err = c.client.List(ctx, list, opts...)
+	switch {
+	case err == nil:
+		return list.Items, nil, nil
+	case !apierrors.IsForbidden(err):
+		return nil, nil, fmt.Errorf("listing %ss: %w", kind, err)
+	}
+	looked = sets.New[string]()
+	for _, ns := range near {
+		in := metadataList(kind)
+		err := c.client.List(ctx, in, append(slices.Clone(opts), client.InNamespace(ns))...)
+		if apierrors.IsForbidden(err) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing %ss in namespace %s: %w", kind, ns, err)
+		}
+		items = append(items, in.Items...)
+		looked.Insert(ns)
+	}
+	c.missed.add(mayList(kind, ""), what+outside(sets.List(looked))+": not looked for")
+	return items, looked, nil
+}
+
+// nearby is the namespaces a command is about (those named, once each), where it
+// reads what the user may not list cluster-wide.
+func nearby(namespaces ...string) []string {
+	return sets.List(sets.New(namespaces...).Delete(""))
+}
+
+// outside says where a fallback did not look: " outside namespace a", "" when it read
+// none (nowhere was looked).
+func outside(read []string) string {
+	switch len(read) {
+	case 0:
+		return ""
+	case 1:
+		return " outside namespace " + read[0]
+	}
+	return " outside namespaces " + namesOf(read)
 }
 
 // labelledSources lists the labelled sources of kind (in namespace, or all when empty).
@@ -75,16 +155,18 @@ func (c cluster) labelledSources(ctx context.Context, kind, namespace string) ([
 	return list.Items, nil
 }
 
-// replicasOf lists the objects of kind that owner's markers name as its replicas.
-func (c cluster) replicasOf(ctx context.Context, kind string, owner desired.Owner) ([]metav1.PartialObjectMetadata, error) {
-	list := metadataList(kind)
-	if err := c.client.List(ctx, list, client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}); err != nil {
-		return nil, fmt.Errorf("listing %s replicas: %w", kind, err)
+// replicasOf lists the objects that src's markers name as its replicas (among
+// namespaces where the user may not list them cluster-wide).
+func (c cluster) replicasOf(ctx context.Context, src source, namespaces []string) ([]metav1.PartialObjectMetadata, error) {
+	managed := client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}
+	items, _, err := c.listEverywhere(ctx, src.kind, namespaces, "replicas of "+src.describe, managed)
+	if err != nil {
+		return nil, err
 	}
 	var out []metav1.PartialObjectMetadata
-	for i := range list.Items {
-		if owner.Owns(&list.Items[i]) {
-			out = append(out, list.Items[i])
+	for i := range items {
+		if src.owner.Owns(&items[i]) {
+			out = append(out, items[i])
 		}
 	}
 	return out, nil
@@ -94,6 +176,9 @@ func (c cluster) replicasOf(ctx context.Context, kind string, owner desired.Owne
 func (c cluster) objectNamed(ctx context.Context, kind, namespace, name string) (*metav1.PartialObjectMetadata, error) {
 	obj := metadataOf(kind)
 	err := c.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)
+	if apierrors.IsForbidden(err) {
+		return nil, err
+	}
 	if client.IgnoreNotFound(err) != nil {
 		return nil, fmt.Errorf("reading %s %s/%s: %w", kind, namespace, name, err)
 	}
@@ -121,12 +206,18 @@ func (c cluster) sourceObject(ctx context.Context, kind string, key types.Namesp
 	case !apierrors.IsForbidden(err):
 		return input{}, fmt.Errorf("reading %s %s: %w", kind, key, err)
 	}
-	// Allowed its metadata only: decided without the content (the kind's check and
-	// the byte budget are then not made).
+	// Allowed its metadata only (an authorizer that tells the two apart): decided
+	// without the content, so the kind's check and the byte budget are not made.
 	obj, err := c.objectNamed(ctx, kind, key.Namespace, key.Name)
+	if apierrors.IsForbidden(err) {
+		return input{}, fmt.Errorf("you may not read %s %s, so cmsync's decision for it cannot be told here (missing: %s)",
+			kind, key, mayGet(kind, key.Namespace))
+	}
 	if err != nil || obj == nil {
 		return in, err
 	}
+	c.missed.add(mayGet(kind, key.Namespace),
+		fmt.Sprintf("the content of %s %s: its kind's checks and its size against --max-replicated-bytes", kind, key))
 	in.meta = obj
 	return in, nil
 }
@@ -141,17 +232,20 @@ func (c cluster) syncInput(ctx context.Context, sync v1alpha1.Sync) (input, erro
 }
 
 // objectsNamed reads, with one request, the metadata of every object of kind named
-// name, by namespace: what stands where a source's replicas go.
-func (c cluster) objectsNamed(ctx context.Context, kind, name string) (map[string]*metav1.PartialObjectMetadata, error) {
-	list := metadataList(kind)
-	if err := c.client.List(ctx, list, client.MatchingFields{"metadata.name": name}); err != nil {
-		return nil, fmt.Errorf("listing %ss named %s: %w", kind, name, err)
+// name, by namespace: what stands where a source's replicas go. Where the user may not
+// list them cluster-wide, it looks in near alone, and looked says where (nil: everywhere).
+func (c cluster) objectsNamed(
+	ctx context.Context, kind, name string, near []string,
+) (named map[string]*metav1.PartialObjectMetadata, looked sets.Set[string], err error) {
+	items, looked, err := c.listEverywhere(ctx, kind, near, kind+"s named "+name, client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		return nil, nil, err
 	}
-	out := make(map[string]*metav1.PartialObjectMetadata, len(list.Items))
-	for i := range list.Items {
-		out[list.Items[i].Namespace] = &list.Items[i]
+	named = make(map[string]*metav1.PartialObjectMetadata, len(items))
+	for i := range items {
+		named[items[i].Namespace] = &items[i]
 	}
-	return out, nil
+	return named, looked, nil
 }
 
 // syncs lists the objects of the explicit kind that names sources of kind

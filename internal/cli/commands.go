@@ -10,14 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/internal/policyflags"
 )
 
@@ -36,8 +31,10 @@ type options struct {
 	flags  *pflag.FlagSet
 }
 
-// rootHelp is kubectl cmsync's help: where it learns the controller's policy.
-const rootHelp = `kubectl cmsync inspects cmsync, and moves another replicator's copies onto it.
+// rootHelp is kubectl cmsync's help: where it learns the controller's policy, and what
+// it does with fewer rights.
+const rootHelp = `kubectl cmsync inspects cmsync, and moves another replicator's copies onto it. It
+writes nothing, but for migrate --apply.
 
 It decides with the controller's own code, under the controller's policy (the flags
 --namespaces, --exclude-namespaces, --source-namespaces, --max-replicated-bytes,
@@ -58,14 +55,21 @@ its policy came from.
     and migrate without --apply (to try another policy); migrate --apply refuses any
     that would change the controller's.
 
-status reads only what the controller wrote on the sources, and needs no policy.`
+status reads only what the controller wrote on the sources, and needs no policy.
 
-// NewCommand is `kubectl cmsync`.
-func NewCommand(out io.Writer) *cobra.Command {
+With the rights to read one namespace only (the view or edit ClusterRole bound there),
+every command answers for what that namespace shows, and names each permission it
+lacked and what it therefore did not check ("not checked: ... (missing: list namespaces
+(cluster-wide))"); migrate --apply refuses a plan made with any such gap.`
+
+// NewCommand is `kubectl cmsync`; version is the one stamped at link time ("": the
+// one the Go toolchain recorded, versionOf).
+func NewCommand(out io.Writer, version string) *cobra.Command {
 	o := &options{loading: clientcmd.NewDefaultClientConfigLoadingRules()}
 	root := &cobra.Command{
-		Use:           "kubectl-cmsync",
-		Short:         "Inspect cmsync: every source's status, why a namespace has or lacks a replica, what a change would do",
+		Use: "kubectl-cmsync",
+		Short: "Inspect cmsync: every source's status, why a namespace has or lacks a replica, what a change would do; " +
+			"move another replicator's copies onto it",
 		Long:          rootHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -83,7 +87,7 @@ func NewCommand(out io.Writer) *cobra.Command {
 		o.policy[f.Name] = flags.String(f.Name, "", fmt.Sprintf(
 			"In place of the controller's --%s, read from its release (without one: %q); not with migrate --apply, unless the same.", f.Name, f.Default))
 	}
-	root.AddCommand(o.statusCommand(out), o.explainCommand(out), o.previewCommand(out), o.migrateCommand(out))
+	root.AddCommand(o.statusCommand(out), o.explainCommand(out), o.previewCommand(out), o.migrateCommand(out), o.versionCommand(out, version))
 	return root
 }
 
@@ -94,32 +98,35 @@ func (o *options) statusCommand(out io.Writer) *cobra.Command {
 		Short: "Every source (ConfigMaps, Secrets, ConfigMapSyncs, SecretSyncs) with its status, synced/targets, last sync and message",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, namespace, err := o.connect()
+			s, err := o.open(cmd, reads)
 			if err != nil {
 				return err
 			}
+			namespace := s.namespace
 			if all {
 				namespace = ""
 			}
-			rows, err := statusRows(cmd.Context(), c, namespace)
+			rows, err := statusRows(cmd.Context(), s.cluster, namespace)
 			if err != nil {
 				return err
 			}
-			return o.print(out, rows, func(w io.Writer) {
-				now := time.Now()
-				printf(w, "KIND\tSOURCE\tSTATUS\tSYNCED\tLAST SYNC\tMESSAGE"+"\n")
-				for _, r := range rows {
-					name := r.Name
-					if r.Namespace != "" {
-						name = r.Namespace + "/" + r.Name
-					}
-					printf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Kind, name, r.Status, orDash(r.Synced), age(r.LastSync, now), r.Message)
-				}
-			})
+			return o.print(out, rows, func(w io.Writer) { printStatus(w, rows) })
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "Sources of every namespace.")
 	return cmd
+}
+
+func printStatus(w io.Writer, rows []StatusRow) {
+	now := time.Now()
+	printf(w, "KIND\tSOURCE\tSTATUS\tSYNCED\tLAST SYNC\tMESSAGE"+"\n")
+	for _, r := range rows {
+		name := r.Name
+		if r.Namespace != "" {
+			name = r.Namespace + "/" + r.Name
+		}
+		printf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Kind, name, r.Status, orDash(r.Synced), age(r.LastSync, now), r.Message)
+	}
 }
 
 func (o *options) explainCommand(out io.Writer) *cobra.Command {
@@ -133,40 +140,42 @@ func (o *options) explainCommand(out io.Writer) *cobra.Command {
 			if (in == "") == !all {
 				return fmt.Errorf("give --in NAMESPACE or --all")
 			}
-			c, _, err := o.connect()
-			if err != nil {
-				return err
-			}
 			k, err := kindOf(kind)
 			if err != nil {
 				return err
 			}
-			controller, err := o.controllerView(cmd, c, false)
+			s, err := o.open(cmd, decides)
 			if err != nil {
 				return err
 			}
-			e, err := explain(cmd.Context(), c, k, args[0], in, controller.policy)
+			e, err := explain(cmd.Context(), s, k, args[0], in)
 			if err != nil {
 				return err
 			}
-			e.Policy = controller.where
-			return o.print(out, e, func(w io.Writer) {
-				printf(w, "%s (controller policy from %s)\n", e.Source, e.Policy)
-				if e.Invalid != "" {
-					printf(w, "Invalid: %s\ncmsync changes nothing for it until it is fixed.\n", e.Invalid)
-					return
-				}
-				printf(w, "NAMESPACE\tREPLICA\tWANTED\tRULE\tNOW"+"\n")
-				for _, r := range e.Rows {
-					printf(w, "%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Replica, yesNo(r.Wanted), r.Rule, r.Now)
-				}
-			})
+			return o.print(out, e, func(w io.Writer) { printExplanation(w, e) })
 		},
 	}
 	cmd.Flags().StringVar(&kind, "kind", "configmap", "The source's kind: configmap, secret, configmapsync or secretsync (the last two: give its NAME alone).")
 	cmd.Flags().StringVar(&in, "in", "", "The namespace to explain.")
 	cmd.Flags().BoolVar(&all, "all", false, "Explain every namespace.")
 	return cmd
+}
+
+func printExplanation(w io.Writer, e Explanation) {
+	printf(w, "%s (controller policy from %s)\n", e.Source, e.Policy)
+	switch {
+	case e.Invalid != "":
+		printf(w, "Invalid: %s\ncmsync changes nothing for it until it is fixed.\n", e.Invalid)
+	case e.Inactive != "":
+		printf(w, "Not a source: %s.\n", e.Inactive)
+	}
+	if e.Invalid == "" {
+		printf(w, "NAMESPACE\tREPLICA\tWANTED\tRULE\tNOW"+"\n")
+		for _, r := range e.Rows {
+			printf(w, "%s\t%s\t%s\t%s\t%s\n", r.Namespace, r.Replica, yesNo(r.Wanted), r.Rule, r.Now)
+		}
+	}
+	printNotChecked(w, e.NotChecked)
 }
 
 func (o *options) previewCommand(out io.Writer) *cobra.Command {
@@ -180,32 +189,27 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 			if (file == "") == (len(args) == 0) {
 				return fmt.Errorf("give -f SOURCE.yaml, or NAMESPACE/NAME with --set-annotation")
 			}
-			c, _, err := o.connect()
+			k, err := kindOf(kind)
 			if err != nil {
 				return err
 			}
-			controller, err := o.controllerView(cmd, c, false)
+			s, err := o.open(cmd, decides)
 			if err != nil {
 				return err
 			}
 			var changed input
 			if file != "" {
-				changed, err = changedFromFile(cmd.Context(), c, file)
+				changed, err = changedFromFile(cmd.Context(), s.cluster, file)
 			} else {
-				k, kindErr := kindOf(kind)
-				if kindErr != nil {
-					return kindErr
-				}
-				changed, err = changedAnnotations(cmd.Context(), c, k, args[0], annotations)
+				changed, err = changedAnnotations(cmd.Context(), s.cluster, k, args[0], annotations)
 			}
 			if err != nil {
 				return err
 			}
-			p, err := previewOf(cmd.Context(), c, changed, controller.policy)
+			p, err := previewOf(cmd.Context(), s, changed)
 			if err != nil {
 				return err
 			}
-			p.Policy = controller.where
 			return o.print(out, p, func(w io.Writer) { printPreview(w, p) })
 		},
 	}
@@ -216,6 +220,7 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 }
 
 func printPreview(w io.Writer, p Preview) {
+	defer printNotChecked(w, p.NotChecked)
 	if p.Invalid != "" {
 		printf(w, "%s (controller policy from %s) would be Invalid: %s\ncmsync would change nothing and say so in its status.\n", p.Source, p.Policy, p.Invalid)
 		return
@@ -226,6 +231,9 @@ func printPreview(w io.Writer, p Preview) {
 	}
 	printf(w, "%s (controller policy from %s): %d replicas gained, %d lost, %d conflicts, %d kept%s\n",
 		p.Source, p.Policy, len(p.Gain), len(p.Lose), len(p.Conflicts), p.Kept, outside)
+	if p.Inactive != "" {
+		printf(w, "Not a source: %s.\n", p.Inactive)
+	}
 	printf(w, "\tNAMESPACE\tNAME\tWHY"+"\n")
 	for _, c := range p.Gain {
 		printf(w, "+\t%s\t%s\t%s\n", c.Namespace, c.Name, c.Why)
@@ -239,61 +247,6 @@ func printPreview(w io.Writer, p Preview) {
 	for _, c := range p.Outside {
 		printf(w, "x\t%s\t%s\t%s\n", c.Namespace, c.Name, c.Why)
 	}
-}
-
-// connect builds a client from kubectl's flags and returns the context's namespace.
-func (o *options) connect() (cluster, string, error) {
-	config := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(o.loading, &o.overrides)
-	rest, err := config.ClientConfig()
-	if err != nil {
-		return cluster{}, "", err
-	}
-	namespace, _, err := config.Namespace()
-	if err != nil {
-		return cluster{}, "", err
-	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return cluster{}, "", err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return cluster{}, "", err
-	}
-	c, err := client.New(rest, client.Options{Scheme: scheme})
-	if err != nil {
-		return cluster{}, "", err
-	}
-	return cluster{client: c}, namespace, nil
-}
-
-// controllerView reads the controller's policy from the release the options point at,
-// with the policy flags this command was given (decideController), for a command that
-// writes (apply) or only reads. When it is not the controller's, it also warns on the
-// command's standard error, beside what its answer says.
-func (o *options) controllerView(cmd *cobra.Command, c cluster, apply bool) (controllerView, error) {
-	if problems := validation.IsDNS1123Label(o.controller.namespace); len(problems) > 0 {
-		return controllerView{}, fmt.Errorf("--controller-namespace=%q: %s", o.controller.namespace, strings.Join(problems, "; "))
-	}
-	if o.controller.name != "" {
-		if problems := validation.IsDNS1123Subdomain(o.controller.name); len(problems) > 0 {
-			return controllerView{}, fmt.Errorf("--controller-name=%q: %s", o.controller.name, strings.Join(problems, "; "))
-		}
-	}
-	given := policyflags.Values{}
-	for _, f := range policyflags.All {
-		if o.flags.Changed(f.Name) {
-			given[f.Name] = *o.policy[f.Name]
-		}
-	}
-	read, err := c.readRelease(cmd.Context(), o.controller)
-	if err != nil {
-		return controllerView{}, err
-	}
-	view, err := decideController(read, given, apply)
-	if err == nil && view.unread != "" {
-		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "warning: NOT the controller's policy: %s; deciding with %s\n", view.unread, view.basis)
-	}
-	return view, err
 }
 
 // print writes v as JSON or YAML, or as the table table writes.

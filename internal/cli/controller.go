@@ -82,7 +82,7 @@ func (c cluster) readRelease(ctx context.Context, ref controllerRef) (releaseRea
 		case apierrors.IsNotFound(err):
 			return releaseRead{unread: fmt.Sprintf("there is no Deployment %s/%s", ref.namespace, ref.name)}, nil
 		case apierrors.IsForbidden(err):
-			return releaseRead{unread: fmt.Sprintf("you may not read Deployment %s/%s (%v)", ref.namespace, ref.name, err)}, nil
+			return c.unreadable(mayGet(deploymentKind, ref.namespace), "Deployment "+ref.namespace+"/"+ref.name), nil
 		case err != nil:
 			return releaseRead{}, fmt.Errorf("reading Deployment %s/%s: %w", ref.namespace, ref.name, err)
 		}
@@ -92,11 +92,18 @@ func (c cluster) readRelease(ctx context.Context, ref controllerRef) (releaseRea
 	err := c.client.List(ctx, &list, client.InNamespace(ref.namespace), client.MatchingLabelsSelector{Selector: releaseSelector})
 	switch {
 	case apierrors.IsForbidden(err):
-		return releaseRead{unread: fmt.Sprintf("you may not list Deployments in namespace %s (%v)", ref.namespace, err)}, nil
+		return c.unreadable(mayList(deploymentKind, ref.namespace), "Deployments in namespace "+ref.namespace), nil
 	case err != nil:
 		return releaseRead{}, fmt.Errorf("listing the Deployments of namespace %s: %w", ref.namespace, err)
 	}
 	return releaseOf(ref, list.Items)
+}
+
+// unreadable is the release read when the user lacks missing, to read what: no
+// policy, and why.
+func (c cluster) unreadable(missing permission, what string) releaseRead {
+	c.missed.add(missing, "the controller's policy, read from its release: the binary's defaults stand in for it")
+	return releaseRead{unread: fmt.Sprintf("you may not %s %s (missing: %s)", missing.verb, what, missing)}
 }
 
 // releaseOf picks the release's Deployment among found, those of ref's namespace

@@ -28,47 +28,65 @@ type Explanation struct {
 	Source string `json:"source"`
 	// Invalid is why the controller does not act on the source; it then changes nothing.
 	Invalid string `json:"invalid,omitempty"`
+	// Inactive is why the object is no source (not labelled, or being deleted): no
+	// namespace is to hold a replica of it, and cmsync deletes those left.
+	Inactive string `json:"inactive,omitempty"`
 	// Policy says where the controller's policy was read.
 	Policy string       `json:"policy"`
 	Rows   []ExplainRow `json:"namespaces,omitempty"`
+	// NotChecked names what the user's rights did not let the plugin read.
+	NotChecked []NotChecked `json:"notChecked,omitempty"`
 }
 
 // explain answers for the source kind/ref in the namespace in (every namespace when
 // empty).
-func explain(ctx context.Context, c cluster, kind, ref, in string, policy desired.Policy) (Explanation, error) {
-	namespaces, err := c.namespaces(ctx)
+func explain(ctx context.Context, s session, kind, ref, in string) (Explanation, error) {
+	read, err := readSource(ctx, s.cluster, kind, ref)
 	if err != nil {
 		return Explanation{}, err
 	}
-	read, err := readSource(ctx, c, kind, ref)
+	near := nearby(in)
+	if in == "" {
+		near = nearby(read.key.Namespace)
+	}
+	namespaces, all, err := s.namespaces(ctx, near...)
 	if err != nil {
 		return Explanation{}, err
 	}
+	policy := s.controller.policy
 	src := resolve(read, namespaces, policy)
-	out := Explanation{Source: src.describe}
+	out := Explanation{Source: src.describe, Policy: s.controller.where}
 	if src.invalid != nil {
 		out.Invalid = src.invalid.Error()
+		out.NotChecked = s.missed.list()
 		return out, nil
 	}
-	named, err := c.objectsNamed(ctx, src.kind, src.replicaName)
+	if src.inactive != nil {
+		out.Inactive = src.inactive.Error()
+	}
+	named, looked, err := s.objectsNamed(ctx, src.kind, src.replicaName, near)
 	if err != nil {
 		return Explanation{}, err
 	}
-	origin := src.origin
-	found := false
 	for _, ns := range namespaces {
 		if in != "" && ns.Name != in {
 			continue
 		}
-		found = true
-		verdict := desired.ExplainTarget(src.targets, origin, ns, policy)
+		verdict := desired.Verdict{Rule: out.Inactive}
+		if src.inactive == nil {
+			verdict = desired.ExplainTarget(src.targets, src.origin, ns, policy)
+		}
 		row := ExplainRow{Namespace: ns.Name, Replica: src.replicaName, Wanted: verdict.Wanted, Rule: verdict.Rule}
 		row.Now = whatIsThere(src, named[ns.Name], verdict.Wanted)
+		if looked != nil && !looked.Has(ns.Name) {
+			row.Now = "not looked at (see not checked)"
+		}
 		out.Rows = append(out.Rows, row)
 	}
-	if !found {
+	if in != "" && len(out.Rows) == 0 && all {
 		return Explanation{}, fmt.Errorf("namespace %q not found", in)
 	}
+	out.NotChecked = s.missed.list()
 	return out, nil
 }
 
@@ -99,7 +117,7 @@ func readSource(ctx context.Context, c cluster, kind, ref string) (input, error)
 	}
 	if sync := newSync(kind); sync != nil {
 		if err := c.client.Get(ctx, client.ObjectKey{Name: key.Name}, sync); err != nil {
-			return input{}, fmt.Errorf("reading %s %s: %w", kind, key.Name, err)
+			return input{}, readError(kind, key.Name, mayGet(kind, ""), err)
 		}
 		return c.syncInput(ctx, sync)
 	}

@@ -26,8 +26,9 @@ import (
 type Migration struct {
 	Policy string         `json:"policy"`
 	Moves  []migrate.Move `json:"moves"`
-	// Skipped says what could not be read (Secrets the user may not list).
-	Skipped string `json:"skipped,omitempty"`
+	// NotChecked names what the user's rights did not let the plugin read (Secrets, or
+	// the namespaces beyond their own): --apply refuses a plan with any.
+	NotChecked []NotChecked `json:"notChecked,omitempty"`
 	// Applied are the writes --apply made, and the ones that failed.
 	Applied []string `json:"applied,omitempty"`
 	Failed  []string `json:"failed,omitempty"`
@@ -41,24 +42,23 @@ func (o *options) migrateCommand(out io.Writer) *cobra.Command {
 			"the copies cmsync takes over in place, what is left behind; --apply writes it with your rights",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, _, err := o.connect()
-			if err != nil {
-				return err
-			}
-			controller, err := o.controllerView(cmd, c, apply)
-			if err != nil {
-				return err
-			}
-			m, err := planMigration(cmd.Context(), c, migrate.Controller{
-				Policy: controller.policy, Secrets: controller.runs.Secrets,
-				ConfigMapSyncs: controller.runs.ConfigMapSyncs, SecretSyncs: controller.runs.SecretSyncs,
-			})
-			if err != nil {
-				return err
-			}
-			m.Policy = controller.where
+			u := decides
 			if apply {
-				applyMigration(cmd.Context(), c, &m)
+				u = applies
+			}
+			s, err := o.open(cmd, u)
+			if err != nil {
+				return err
+			}
+			m, err := planMigration(cmd.Context(), s)
+			if err != nil {
+				return err
+			}
+			if apply {
+				if err := refusePartial(m); err != nil {
+					return err
+				}
+				applyMigration(cmd.Context(), s.cluster, &m)
 			}
 			if err := o.print(out, m, func(w io.Writer) { printMigration(w, m, apply) }); err != nil {
 				return err
@@ -75,30 +75,45 @@ func (o *options) migrateCommand(out io.Writer) *cobra.Command {
 }
 
 // planMigration reads the metadata of every ConfigMap and Secret (never a value) and
-// every namespace, and plans the moves for the controller as read.
-func planMigration(ctx context.Context, c cluster, controller migrate.Controller) (Migration, error) {
-	var m Migration
-	namespaces, err := c.namespaces(ctx)
+// every namespace, and plans the moves for the controller as read. Without the rights
+// to list them cluster-wide, it plans with what the context's namespace shows.
+func planMigration(ctx context.Context, s session) (Migration, error) {
+	m := Migration{Policy: s.controller.where}
+	near := nearby(s.namespace)
+	namespaces, _, err := s.namespaces(ctx, near...)
 	if err != nil {
 		return m, err
 	}
 	var objects []migrate.Object
 	for _, kind := range []string{configMapKind, secretKind} {
-		list := metadataList(kind)
-		err := c.client.List(ctx, list)
-		if kind == secretKind && apierrors.IsForbidden(err) {
-			m.Skipped = "Secrets: you may not list them: " + err.Error()
-			continue
-		}
+		items, _, err := s.listEverywhere(ctx, kind, near, kind+"s of other replicators, and their copies")
 		if err != nil {
-			return m, fmt.Errorf("listing %ss: %w", kind, err)
+			return m, err
 		}
-		for i := range list.Items {
-			objects = append(objects, migrate.Object{Kind: kind, PartialObjectMetadata: &list.Items[i]})
+		for i := range items {
+			objects = append(objects, migrate.Object{Kind: kind, PartialObjectMetadata: &items[i]})
 		}
 	}
-	m.Moves = migrate.Plan(objects, namespaces, controller)
+	runs := s.controller.runs
+	m.Moves = migrate.Plan(objects, namespaces, migrate.Controller{
+		Policy: s.controller.policy, Secrets: runs.Secrets, ConfigMapSyncs: runs.ConfigMapSyncs, SecretSyncs: runs.SecretSyncs,
+	})
+	m.NotChecked = s.missed.list()
 	return m, nil
+}
+
+// refusePartial refuses to apply a plan made without seeing everything: a copy not
+// seen is neither taken over nor known to be in the way.
+func refusePartial(m Migration) error {
+	if len(m.NotChecked) == 0 {
+		return nil
+	}
+	gaps := make([]string, 0, len(m.NotChecked))
+	for _, n := range m.NotChecked {
+		gaps = append(gaps, n.Unchecked+" (missing: "+n.Missing+")")
+	}
+	return fmt.Errorf("migrate --apply refused: the plan was made without reading %s; nothing written. "+
+		"Run it as a user who may read them, or migrate without --apply to see the plan", strings.Join(gaps, "; "))
 }
 
 // applyMigration writes each move that is not refused: first the source's form (its
@@ -274,9 +289,7 @@ func annotationList(a map[string]string) string {
 
 func printMigration(w io.Writer, m Migration, applied bool) {
 	printf(w, "%d sources of other replicators (controller policy from %s)\n", len(m.Moves), m.Policy)
-	if m.Skipped != "" {
-		printf(w, "not read: %s\n", m.Skipped)
-	}
+	printNotChecked(w, m.NotChecked)
 	for _, move := range m.Moves {
 		printf(w, "\n%s %s (%s)\n", move.Kind, move.Source, move.Peer)
 		switch {

@@ -31,7 +31,10 @@ type Preview struct {
 	// Invalid is why the controller would refuse the changed source: it would then
 	// change nothing, and say so in the source's status.
 	Invalid string `json:"invalid,omitempty"`
-	Policy  string `json:"policy"`
+	// Inactive is why the changed object would be no source (not labelled, or being
+	// deleted): every replica it has goes.
+	Inactive string `json:"inactive,omitempty"`
+	Policy   string `json:"policy"`
 	// Gain are the replicas that would be created, Lose those that would be deleted,
 	// Conflicts the targets where an object cmsync does not own for this source holds
 	// the name (reported, never overwritten). Kept counts the replicas that stay.
@@ -42,66 +45,103 @@ type Preview struct {
 	// Outside are the namespaces the source's targets match but the tenant boundary
 	// keeps out (--tenant-label): no replica goes there.
 	Outside []Change `json:"outside,omitempty"`
+	// NotChecked names what the user's rights did not let the plugin read.
+	NotChecked []NotChecked `json:"notChecked,omitempty"`
 }
 
 // previewOf computes what the changed source would do, given its replicas now.
-func previewOf(ctx context.Context, c cluster, read input, policy desired.Policy) (Preview, error) {
-	namespaces, err := c.namespaces(ctx)
+func previewOf(ctx context.Context, s session, read input) (Preview, error) {
+	near := nearby(read.key.Namespace)
+	namespaces, _, err := s.namespaces(ctx, near...)
 	if err != nil {
 		return Preview{}, err
 	}
-	changed := resolve(read, namespaces, policy)
-	out := Preview{Source: changed.describe, Gain: []Change{}, Lose: []Change{}, Conflicts: []Change{}}
+	changed := resolve(read, namespaces, s.controller.policy)
+	out := Preview{Source: changed.describe, Policy: s.controller.where, Gain: []Change{}, Lose: []Change{}, Conflicts: []Change{}}
 	if changed.invalid != nil {
 		out.Invalid = changed.invalid.Error()
+		out.NotChecked = s.missed.list()
 		return out, nil
 	}
-	existing, err := c.replicasOf(ctx, changed.kind, changed.owner)
+	existing, err := s.replicasOf(ctx, changed, near)
 	if err != nil {
 		return Preview{}, err
 	}
+	named := map[string]*metav1.PartialObjectMetadata{}
+	if changed.inactive == nil {
+		if named, _, err = s.objectsNamed(ctx, changed.kind, changed.replicaName, near); err != nil {
+			return Preview{}, err
+		}
+	}
+	w := world{namespaces: map[string]desired.Namespace{}, named: named, policy: s.controller.policy}
+	for _, ns := range namespaces {
+		w.namespaces[ns.Name] = ns
+	}
+	w.compare(&out, changed, existing)
+	out.NotChecked = s.missed.list()
+	return out, nil
+}
+
+// world is what a preview compares a changed source with: the namespaces by name, what
+// holds the replica's name in each, and the controller's policy.
+type world struct {
+	namespaces map[string]desired.Namespace
+	named      map[string]*metav1.PartialObjectMetadata
+	policy     desired.Policy
+}
+
+// compare fills p with what changed would do, given its replicas now (existing).
+func (w world) compare(p *Preview, changed source, existing []metav1.PartialObjectMetadata) {
 	current := sets.New[string]()
 	for _, r := range existing {
 		current.Insert(r.Namespace + "/" + r.Name)
 	}
-	byName := map[string]desired.Namespace{}
-	for _, ns := range namespaces {
-		byName[ns.Name] = ns
-	}
-	named, err := c.objectsNamed(ctx, changed.kind, changed.replicaName)
-	if err != nil {
-		return Preview{}, err
-	}
 	wanted := sets.New[string]()
-	origin, targets := changed.origin, changed.resolved
-	for _, ns := range targets.Outside {
-		out.Outside = append(out.Outside, Change{ns, changed.replicaName, desired.ExplainTarget(changed.targets, origin, byName[ns], policy).Rule})
-	}
-	for _, ns := range targets.Namespaces {
-		key := ns + "/" + changed.replicaName
-		wanted.Insert(key)
-		obj := named[ns]
-		rule := desired.ExplainTarget(changed.targets, origin, byName[ns], policy).Rule
-		switch {
-		case obj != nil && !changed.owner.Owns(obj):
-			out.Conflicts = append(out.Conflicts, Change{ns, changed.replicaName, desired.DescribeHolder(changed.kind, obj)})
-		case current.Has(key):
-			out.Kept++
-		default:
-			out.Gain = append(out.Gain, Change{ns, changed.replicaName, rule})
-		}
+	if changed.inactive != nil {
+		p.Inactive = changed.inactive.Error()
+	} else {
+		wanted = w.gains(p, changed, current)
 	}
 	for _, key := range sets.List(current.Difference(wanted)) {
 		ns, name, _ := strings.Cut(key, "/")
 		why := "renamed to " + changed.replicaName
-		if namespace, ok := byName[ns]; !ok {
+		namespace, ok := w.namespaces[ns]
+		switch {
+		case p.Inactive != "":
+			why = p.Inactive
+		case !ok:
 			why = "the namespace is gone"
-		} else if verdict := desired.ExplainTarget(changed.targets, origin, namespace, policy); !verdict.Wanted {
-			why = verdict.Rule
+		default:
+			if verdict := desired.ExplainTarget(changed.targets, changed.origin, namespace, w.policy); !verdict.Wanted {
+				why = verdict.Rule
+			}
 		}
-		out.Lose = append(out.Lose, Change{ns, name, why})
+		p.Lose = append(p.Lose, Change{ns, name, why})
 	}
-	return out, nil
+}
+
+// gains fills p's replicas gained, kept, in conflict and outside the tenant, and
+// returns the replicas changed wants ("namespace/name").
+func (w world) gains(p *Preview, changed source, current sets.Set[string]) sets.Set[string] {
+	wanted := sets.New[string]()
+	origin, targets := changed.origin, changed.resolved
+	for _, ns := range targets.Outside {
+		p.Outside = append(p.Outside, Change{ns, changed.replicaName, desired.ExplainTarget(changed.targets, origin, w.namespaces[ns], w.policy).Rule})
+	}
+	for _, ns := range targets.Namespaces {
+		key := ns + "/" + changed.replicaName
+		wanted.Insert(key)
+		obj := w.named[ns]
+		switch {
+		case obj != nil && !changed.owner.Owns(obj):
+			p.Conflicts = append(p.Conflicts, Change{ns, changed.replicaName, desired.DescribeHolder(changed.kind, obj)})
+		case current.Has(key):
+			p.Kept++
+		default:
+			p.Gain = append(p.Gain, Change{ns, changed.replicaName, desired.ExplainTarget(changed.targets, origin, w.namespaces[ns], w.policy).Rule})
+		}
+	}
+	return wanted
 }
 
 // changedFromFile reads the changed source from a manifest: a ConfigMap or Secret of
@@ -138,7 +178,7 @@ func changedFromFile(ctx context.Context, c cluster, path string) (input, error)
 		// An existing explicit object's replicas are found by its UID.
 		existing := newSync(typed.Kind)
 		if err := c.client.Get(ctx, client.ObjectKey{Name: sync.GetName()}, existing); client.IgnoreNotFound(err) != nil {
-			return input{}, err
+			return input{}, readError(typed.Kind, sync.GetName(), mayGet(typed.Kind, ""), err)
 		}
 		sync.SetUID(existing.GetUID())
 		return c.syncInput(ctx, sync)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -28,6 +27,9 @@ type source struct {
 	resolved    desired.Targets
 	// invalid is why the controller refuses the source: it then changes nothing.
 	invalid error
+	// inactive is why an object of the annotation form is no source (not labelled, or
+	// being deleted): it has no replicas, and cmsync deletes any left.
+	inactive error
 }
 
 // input is a source as the plugin read it: its metadata (nil when an explicit
@@ -54,7 +56,7 @@ func resolve(in input, namespaces []desired.Namespace, policy desired.Policy) so
 	}
 	if !desired.IsActiveSource(in.meta) {
 		return source{describe: describe, kind: in.kind, owner: desired.AnnotationOwner(in.kind, in.key), replicaName: in.key.Name,
-			invalid: notASource(in.meta)}
+			inactive: notASource(in.meta)}
 	}
 	if in.kind == secretKind {
 		return sourceOf(describe, in.kind, resolveKind(desired.SecretKind{}, in, namespaces, policy))
@@ -65,9 +67,18 @@ func resolve(in input, namespaces []desired.Namespace, policy desired.Policy) so
 // notASource says why an object the annotation form does not act on has no replicas.
 func notASource(obj metav1.Object) error {
 	if obj.GetDeletionTimestamp() != nil {
-		return errors.New("it is being deleted, so cmsync deletes its replicas")
+		return beingDeleted(obj)
 	}
 	return fmt.Errorf("it is not labelled %s=%s, so it has no replicas", v1alpha1.ReplicateLabel, v1alpha1.ReplicateLabelValue)
+}
+
+// beingDeleted says that obj is being deleted, and who holds it, if anyone does.
+func beingDeleted(obj metav1.Object) error {
+	held := ""
+	if f := obj.GetFinalizers(); len(f) > 0 {
+		held = " (held by the finalizer " + namesOf(f) + ")"
+	}
+	return fmt.Errorf("it is being deleted%s, so cmsync deletes its replicas", held)
 }
 
 func resolveKind[T desired.Object](kind desired.Kind[T], in input, namespaces []desired.Namespace, policy desired.Policy) desired.Intent[T] {
