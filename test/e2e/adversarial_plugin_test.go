@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -141,15 +142,16 @@ func TestPluginBelievesOnlyTheController(t *testing.T) {
 	// the same. Given get and list on Deployments there, and nowhere else, the plugin
 	// reads the release.
 	reader := "plugin-reader-" + s
+	asReader := harness.PluginAs(rest.ImpersonationConfig{UserName: reader})
 	grantClusterWide(t, reader, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces", "configmaps"}, Verbs: []string{"get", "list"}})
 	eventually(t, 30*time.Second, "the preview as "+reader, func() error {
-		stdout, stderr, err := harness.PluginRun(t, "migrate", "--as", reader, "-o", "json")
+		stdout, stderr, err := asReader.Run(t, "migrate", "-o", "json")
 		if err != nil || !strings.Contains(stdout, "NOT the controller's policy: you may not list Deployments in namespace "+harness.ReleaseNamespace) {
 			return fmt.Errorf("%v\n%s\n%s", err, stdout, stderr)
 		}
 		return nil
 	})
-	expectPluginRefuses(t, []string{"migrate", "--apply", "--as", reader},
+	expectRefusedAs(t, asReader, []string{"migrate", "--apply"},
 		"migrate --apply refused", "you may not list Deployments in namespace "+harness.ReleaseNamespace)
 	untouched()
 	must(t, harness.K8s.Create(ctx, &rbacv1.Role{
@@ -167,7 +169,7 @@ func TestPluginBelievesOnlyTheController(t *testing.T) {
 	})
 	eventually(t, 30*time.Second, "the release read as "+reader, func() error {
 		var m cli.Migration
-		stdout, stderr, err := harness.PluginRun(t, "migrate", "--as", reader, "-o", "json")
+		stdout, stderr, err := asReader.Run(t, "migrate", "-o", "json")
 		if err == nil {
 			err = json.Unmarshal([]byte(stdout), &m)
 		}
@@ -256,10 +258,18 @@ func expectTakeOver(t *testing.T, m cli.Migration, src, name, target, left strin
 	t.Errorf("no move of %s/%s in %+v", src, name, m.Moves)
 }
 
-// expectPluginRefuses: kubectl cmsync args fails, and its error says every fragment.
+// expectPluginRefuses: kubectl cmsync args, run by the administrator, fails, and its
+// error says every fragment.
 func expectPluginRefuses(t *testing.T, args []string, fragments ...string) {
 	t.Helper()
-	stdout, stderr, err := harness.PluginRun(t, args...)
+	expectRefusedAs(t, harness.PluginAdmin(), args, fragments...)
+}
+
+// expectRefusedAs: kubectl cmsync args, run by user, fails, and its error says every
+// fragment.
+func expectRefusedAs(t *testing.T, user harness.PluginUser, args []string, fragments ...string) {
+	t.Helper()
+	stdout, stderr, err := user.Run(t, args...)
 	if err == nil {
 		t.Errorf("kubectl cmsync %s succeeded:\n%s", strings.Join(args, " "), stdout)
 		return

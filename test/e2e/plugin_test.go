@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -175,7 +176,7 @@ func checkStatus(t *testing.T, w pluginWorld) {
 	}))
 	eventually(t, 30*time.Second, "status as a viewer", func() error {
 		var rows []cli.StatusRow
-		harness.PluginJSON(t, &rows, "status", "-n", w.platform, "--as", "viewer-"+w.suffix)
+		harness.PluginAs(rest.ImpersonationConfig{UserName: "viewer-" + w.suffix}).JSON(t, &rows, "status", "-n", w.platform)
 		kinds := map[string]string{}
 		for _, r := range rows {
 			kinds[r.Kind+"/"+r.Name] = r.Status
@@ -316,5 +317,50 @@ func TestKubectlPluginDecidesAsTheController(t *testing.T) {
 		if _, err := harness.GetConfigMap(ns, "big"); !apierrors.IsNotFound(err) {
 			t.Errorf("%s: a replica of an Invalid source: %v", ns, err)
 		}
+	}
+}
+
+// A labelled source being deleted, held by a finalizer of someone else's, is no source:
+// cmsync deletes its replicas, and the plugin says so — status Deleting and who holds
+// it, whatever its annotations last said, and explain that no namespace is to hold a
+// replica of it.
+func TestPluginSaysASourceIsBeingDeleted(t *testing.T) {
+	harness.StartController(t)
+	ctx := context.Background()
+	src, target := harness.NewNamespace(t, "leaving-src", nil), harness.NewNamespace(t, "leaving-target", nil)
+	const hold = "example.com/hold"
+	source := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "app", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: target}, Finalizers: []string{hold}},
+		Data: map[string]string{"k": "v"},
+	}
+	must(t, harness.K8s.Create(ctx, source))
+	t.Cleanup(func() {
+		_ = harness.K8s.Patch(context.Background(), source, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	harness.WaitForReplicas(t, src, "app", 30*time.Second, target)
+	harness.WaitForAnnotation(t, src, "app", v1alpha1.StatusAnnotation, v1alpha1.StatusSynced)
+	must(t, harness.K8s.Delete(ctx, source))
+	harness.WaitForReplicas(t, src, "app", 30*time.Second)
+
+	var rows []cli.StatusRow
+	harness.PluginJSON(t, &rows, "status", "-n", src)
+	if len(rows) != 1 || rows[0].Status != "Deleting" || !strings.Contains(rows[0].Message, "being deleted (held by the finalizer "+hold+")") {
+		t.Errorf("status of a source being deleted: %+v", rows)
+	}
+	var e cli.Explanation
+	harness.PluginJSON(t, &e, "explain", src+"/app", "--all")
+	if !strings.HasPrefix(e.Inactive, "it is being deleted") || e.Invalid != "" {
+		t.Errorf("explain of a source being deleted: inactive %q, invalid %q", e.Inactive, e.Invalid)
+	}
+	for _, r := range e.Rows {
+		if r.Wanted || (r.Namespace == target && r.Now != "none") {
+			t.Errorf("explain of a source being deleted, %s: %+v", r.Namespace, r)
+		}
+	}
+	table := harness.Plugin(t, "explain", src+"/app", "--in", target)
+	t.Logf("kubectl cmsync explain %s/app --in %s:\n%s", src, target, table)
+	if !strings.Contains(table, "Not a source: it is being deleted") {
+		t.Errorf("explain's table does not say the source is being deleted:\n%s", table)
 	}
 }
