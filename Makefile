@@ -95,16 +95,7 @@ VERSION ?= v0.0.0-dev
 
 .PHONY: plugin-dist
 plugin-dist: ## Build kubectl-cmsync archives for every platform into bin/dist and render the krew manifest with their checksums (VERSION=vX.Y.Z).
-	rm -rf $(BIN)/dist && mkdir -p $(BIN)/dist
-	cp deploy/krew/cmsync.yaml $(BIN)/dist/cmsync.yaml
-	sed -i 's/VERSION/$(VERSION)/g' $(BIN)/dist/cmsync.yaml
-	for platform in $(PLUGIN_PLATFORMS); do \
-	  os=$${platform%/*}; arch=$${platform#*/}; dir=$(BIN)/dist/$$os-$$arch; \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -o $$dir/kubectl-cmsync ./cmd/kubectl-cmsync; \
-	  tar -C $$dir --sort=name --mtime=@0 --owner=0 --group=0 -czf $(BIN)/dist/kubectl-cmsync_$${os}_$${arch}.tar.gz .; \
-	  sum=$$(sha256sum $(BIN)/dist/kubectl-cmsync_$${os}_$${arch}.tar.gz | cut -d' ' -f1); \
-	  sed -i "s/SHA256_$${os}_$${arch}/$$sum/" $(BIN)/dist/cmsync.yaml; \
-	done
+	hack/plugin-dist.sh $(VERSION) $(BIN)/dist $(PLUGIN_PLATFORMS)
 
 .PHONY: run
 run: build ## Run cmsync against the current kubeconfig, or against a local control plane when no cluster is reachable.

@@ -30,6 +30,10 @@ case "$1" in
   # tests scrape static targets only, and the cloud providers' SDKs doubled the
   # binaries' size.
   promtool|prometheus) pkg="github.com/prometheus/prometheus/cmd/$1"; version=v0.316.0 ;;
+  # The kubectl plugin's release (make plugin-dist): krew installs it from the rendered
+  # manifest and archives, and krew-index's own validator checks the manifest.
+  krew)           pkg=sigs.k8s.io/krew/cmd/krew; version=v0.4.3 ;;
+  validate-krew-manifest) pkg=sigs.k8s.io/krew/cmd/validate-krew-manifest; version=v0.4.3 ;;
   *) echo "tool.sh: unknown tool $1" >&2; exit 2 ;;
 esac
 dir="$CACHE/$1-$version"
