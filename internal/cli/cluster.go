@@ -86,7 +86,7 @@ func (c cluster) namespaces(ctx context.Context, fallback ...string) (namespaces
 		read = append(read, name)
 	}
 	c.missed.add(mayList(namespaceKind, ""),
-		"the namespaces"+outside(read)+": the targets there, and the byte budget across them, were not checked")
+		"every namespace"+but(read)+": the targets there, and the byte budget across them, were not checked")
 	return namespaces, false, nil
 }
 
@@ -120,7 +120,7 @@ func (c cluster) listEverywhere(
 		items = append(items, in.Items...)
 		looked.Insert(ns)
 	}
-	c.missed.add(mayList(kind, ""), what+outside(sets.List(looked))+": not looked for")
+	c.missed.add(mayList(kind, ""), what+" in every namespace"+but(sets.List(looked))+": not looked for")
 	return items, looked, nil
 }
 
@@ -130,16 +130,13 @@ func nearby(namespaces ...string) []string {
 	return sets.List(sets.New(namespaces...).Delete(""))
 }
 
-// outside says where a fallback did not look: " outside namespace a", "" when it read
-// none (nowhere was looked).
-func outside(read []string) string {
-	switch len(read) {
-	case 0:
+// but names the namespaces a fallback read, after "every namespace": " but a", " but
+// a and b"; "" when it read none.
+func but(read []string) string {
+	if len(read) == 0 {
 		return ""
-	case 1:
-		return " outside namespace " + read[0]
 	}
-	return " outside namespaces " + namesOf(read)
+	return " but " + namesOf(read)
 }
 
 // labelledSources lists the labelled sources of kind (in namespace, or all when empty).

@@ -25,17 +25,17 @@ func TestPermissionNamesTheRule(t *testing.T) {
 	}
 }
 
-func TestOutsideSaysWhereItLooked(t *testing.T) {
+func TestButNamesWhereItLooked(t *testing.T) {
 	for _, tc := range []struct {
 		read []string
 		want string
 	}{
 		{nil, ""},
-		{[]string{"a"}, " outside namespace a"},
-		{[]string{"a", "b", "c"}, " outside namespaces a, b and c"},
+		{[]string{"a"}, " but a"},
+		{[]string{"a", "b", "c"}, " but a, b and c"},
 	} {
-		if got := outside(tc.read); got != tc.want {
-			t.Errorf("outside(%v) = %q, want %q", tc.read, got, tc.want)
+		if got := but(tc.read); got != tc.want {
+			t.Errorf("but(%v) = %q, want %q", tc.read, got, tc.want)
 		}
 	}
 }

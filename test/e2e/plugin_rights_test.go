@@ -61,7 +61,7 @@ func TestPluginForAUserOfOneNamespace(t *testing.T) {
 			checkMigrateInOneNamespace(t, u.user, w)
 		})
 	}
-	apply := []string{"migrate", "--apply"}
+	apply := []string{"migrate", "--apply", "-n", w.team}
 	expectRefusedAs(t, editor, apply, "migrate --apply refused", "(missing: "+missingRelease+")")
 	grantReleaseReading(t, w.team, "editor")
 	eventually(t, 30*time.Second, "migrate --apply refused for its partial plan", func() error {
@@ -209,7 +209,7 @@ func checkPreviewInOneNamespace(t *testing.T, user harness.PluginUser, w oneName
 func checkMigrateInOneNamespace(t *testing.T, user harness.PluginUser, w oneNamespace) {
 	t.Helper()
 	var m cli.Migration
-	user.JSON(t, &m, "migrate")
+	user.JSON(t, &m, "migrate", "-n", w.team)
 	if !slices.ContainsFunc(m.Moves, func(move migrate.Move) bool { return move.Source.Namespace == w.team && move.Source.Name == w.legacy }) {
 		t.Errorf("migrate: no move of %s/%s in %+v", w.team, w.legacy, m.Moves)
 	}
