@@ -75,8 +75,12 @@ func notASource(obj metav1.Object) error {
 // beingDeleted says that obj is being deleted, and who holds it, if anyone does.
 func beingDeleted(obj metav1.Object) error {
 	held := ""
-	if f := obj.GetFinalizers(); len(f) > 0 {
-		held = " (held by the finalizer " + namesOf(f) + ")"
+	switch f := obj.GetFinalizers(); len(f) {
+	case 0:
+	case 1:
+		held = " (held by the finalizer " + f[0] + ")"
+	default:
+		held = " (held by the finalizers " + namesOf(f) + ")"
 	}
 	return fmt.Errorf("it is being deleted%s, so cmsync deletes its replicas", held)
 }
