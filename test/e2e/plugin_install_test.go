@@ -159,13 +159,16 @@ func releaseAssets(t *testing.T) []string {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(repoRoot(t), ".github", "workflows", "release.yaml"))
 	must(t, err)
+	type trigger struct {
+		Push struct {
+			Tags []string `json:"tags"`
+		} `json:"push"`
+	}
 	var workflow struct {
-		On struct {
-			Push struct {
-				Tags []string `json:"tags"`
-			} `json:"push"`
-		} `json:"on"`
-		Jobs map[string]struct {
+		On trigger `json:"on"`
+		// YAML 1.1, as sigs.k8s.io/yaml reads it, takes the key on for true.
+		OnAsRead trigger `json:"true"`
+		Jobs     map[string]struct {
 			Env   map[string]string `json:"env"`
 			Steps []struct {
 				Run string `json:"run"`
@@ -173,9 +176,10 @@ func releaseAssets(t *testing.T) []string {
 		} `json:"jobs"`
 	}
 	must(t, yaml.Unmarshal(raw, &workflow))
+	tags := slices.Concat(workflow.On.Push.Tags, workflow.OnAsRead.Push.Tags)
 	job := workflow.Jobs["release"]
-	if !slices.Equal(workflow.On.Push.Tags, []string{"v*"}) || job.Env["IMAGE_TAG"] != "${{ github.ref_name }}" {
-		t.Fatalf("the release workflow runs on tags %v with IMAGE_TAG %q, want v* and the tag", workflow.On.Push.Tags, job.Env["IMAGE_TAG"])
+	if !slices.Equal(tags, []string{"v*"}) || job.Env["IMAGE_TAG"] != "${{ github.ref_name }}" {
+		t.Fatalf("the release workflow runs on tags %v with IMAGE_TAG %q, want v* and the tag", tags, job.Env["IMAGE_TAG"])
 	}
 	var dist bool
 	for _, step := range job.Steps {
