@@ -189,10 +189,7 @@ func (c cluster) objectNamed(ctx context.Context, kind, namespace, name string) 
 // and, when the plugin may read it, the whole object.
 func (c cluster) sourceObject(ctx context.Context, kind string, key types.NamespacedName) (input, error) {
 	in := input{kind: kind, key: key}
-	var whole client.Object = &corev1.ConfigMap{}
-	if kind == secretKind {
-		whole = &corev1.Secret{}
-	}
+	whole := newObject(kind)
 	err := c.client.Get(ctx, key, whole)
 	switch {
 	case err == nil:

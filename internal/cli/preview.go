@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -158,10 +157,7 @@ func changedFromFile(ctx context.Context, c cluster, path string) (input, error)
 	}
 	switch typed.Kind {
 	case configMapKind, secretKind:
-		var obj client.Object = &corev1.ConfigMap{}
-		if typed.Kind == secretKind {
-			obj = &corev1.Secret{}
-		}
+		obj := newObject(typed.Kind)
 		if err := yaml.Unmarshal(raw, obj); err != nil {
 			return input{}, fmt.Errorf("%s: %w", path, err)
 		}

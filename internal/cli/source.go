@@ -49,19 +49,30 @@ func resolve(in input, namespaces []desired.Namespace, policy desired.Policy) so
 	describe := in.kind + " " + in.key.String()
 	if in.sync != nil {
 		describe = in.sync.SyncSpec().Kind + " " + in.sync.GetName()
-		if in.kind == secretKind {
-			return sourceOf(describe, in.kind, resolveKind(desired.SecretKind{}, in, namespaces, policy))
-		}
-		return sourceOf(describe, in.kind, resolveKind(desired.ConfigMapKind{}, in, namespaces, policy))
+		return resolveAs(describe, in, namespaces, policy)
 	}
 	if !desired.IsActiveSource(in.meta) {
 		return source{describe: describe, kind: in.kind, owner: desired.AnnotationOwner(in.kind, in.key), replicaName: in.key.Name,
 			inactive: notASource(in.meta)}
 	}
+	return resolveAs(describe, in, namespaces, policy)
+}
+
+// resolveAs resolves in as an object of its kind: the one place the plugin turns a
+// kind's name into the controller's Kind.
+func resolveAs(describe string, in input, namespaces []desired.Namespace, policy desired.Policy) source {
 	if in.kind == secretKind {
 		return sourceOf(describe, in.kind, resolveKind(desired.SecretKind{}, in, namespaces, policy))
 	}
 	return sourceOf(describe, in.kind, resolveKind(desired.ConfigMapKind{}, in, namespaces, policy))
+}
+
+// newObject is an empty object of the replicated kind named kind.
+func newObject(kind string) client.Object {
+	if kind == secretKind {
+		return desired.SecretKind{}.New()
+	}
+	return desired.ConfigMapKind{}.New()
 }
 
 // notASource says why an object the annotation form does not act on has no replicas.
