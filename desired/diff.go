@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
@@ -26,6 +27,13 @@ type Diff struct {
 	// the source does not have, and labels and annotations cmsync wrote that it no
 	// longer wants. Labels and annotations others added to the replica are theirs.
 	StaleLabels, StaleAnnotations, StaleText, StaleBinary []string
+	// StaleFields are the fields of an object (ObjectKind) that cmsync wrote and the
+	// source no longer sets: a write removes them. They cause no write of their own: a
+	// source that changed changes the content-hash label, which does.
+	StaleFields []FieldPath
+	// kept is the content an update writes over an object that others wrote fields
+	// into: theirs kept, the stale ones removed, the source's set; nil: the source's.
+	kept map[string]any
 }
 
 // InSync reports whether the replica needs no write.
@@ -39,7 +47,7 @@ func (t Template[T]) Diff(have T) Diff {
 	actual := t.kind.Content(have)
 	own := OwnershipOf(t.kind, have)
 	d := t.metadataDiff(have, own)
-	d.Content = !SameContent(t.content, actual)
+	d.Content = !holdsContent(actual, t.content)
 	if _, hashed := have.GetLabels()[v1alpha1.ContentHashLabel]; !hashed && !d.Content {
 		// A replica of a release before the content-hash label, in sync: writing the
 		// label alone would write every replica of an upgraded cluster once, a write
@@ -50,6 +58,10 @@ func (t Template[T]) Diff(have T) Diff {
 	d.Recreate = d.Content && ptr.Deref(actual.Immutable, false) || t.content.Type != actual.Type
 	d.StaleText = missingFrom(t.content.Text, sets.KeySet(actual.Text))
 	d.StaleBinary = missingFrom(t.content.Binary, sets.KeySet(actual.Binary))
+	if t.content.Fields != nil {
+		d.StaleFields = staleFieldPaths(own.fields, t.content.Fields)
+		d.kept = overlay(withoutPaths(actual.Fields, d.StaleFields), t.content.Fields)
+	}
 	return d
 }
 
@@ -83,6 +95,9 @@ func (t Template[T]) DiffMetadata(have metav1.Object) (d Diff, known bool) {
 	}
 	d.StaleText = missingFrom(t.content.Text, own.Text)
 	d.StaleBinary = missingFrom(t.content.Binary, own.Binary)
+	if t.content.Fields != nil {
+		d.StaleFields = staleFieldPaths(own.fields, t.content.Fields)
+	}
 	return d, true
 }
 
@@ -138,7 +153,11 @@ func (t Template[T]) Replacement(have *metav1.PartialObjectMetadata, d Diff) T {
 	meta.Labels = mergedMetadata(have.Labels, t.labels, d.StaleLabels)
 	meta.Annotations = mergedMetadata(have.Annotations, t.annotations, d.StaleAnnotations)
 	out := t.kind.WithMeta(meta)
-	t.kind.SetContent(out, t.contentCopy())
+	content := t.contentCopy()
+	if d.kept != nil {
+		content.Fields = runtime.DeepCopyJSON(d.kept)
+	}
+	t.kind.SetContent(out, content)
 	return out
 }
 
@@ -177,6 +196,10 @@ func (t Template[T]) UpdatePatch(uid types.UID, d Diff) ([]byte, error) {
 	if t.content.Immutable != nil {
 		patch["immutable"] = *t.content.Immutable
 	}
+	for k, v := range runtime.DeepCopyJSON(t.content.Fields) {
+		patch[k] = v
+	}
+	nullsAt(patch, d.StaleFields)
 	return json.Marshal(patch)
 }
 
