@@ -103,7 +103,9 @@ func contentIsFields[T Object](kind Kind[T]) bool {
 // GroupVersionKindOf is kind's group, version and kind: ConfigMaps and Secrets are in
 // the core group; an ObjectKind says its own.
 func GroupVersionKindOf[T Object](kind Kind[T]) schema.GroupVersionKind {
-	if k, ok := kind.(interface{ GroupVersionKind() schema.GroupVersionKind }); ok {
+	if k, ok := kind.(interface {
+		GroupVersionKind() schema.GroupVersionKind
+	}); ok {
 		return k.GroupVersionKind()
 	}
 	return schema.GroupVersionKind{Version: "v1", Kind: kind.Name()}

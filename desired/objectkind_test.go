@@ -127,7 +127,9 @@ func TestObjectTemplateIsTheSourcesSpecWithTheReplicaMarkers(t *testing.T) {
 }
 
 func TestObjectContentHash(t *testing.T) {
-	hash := func(obj *unstructured.Unstructured) string { return NewTemplate(networkPolicies, obj, Shape{}, objectSyncOwner).contentHash }
+	hash := func(obj *unstructured.Unstructured) string {
+		return NewTemplate(networkPolicies, obj, Shape{}, objectSyncOwner).contentHash
+	}
 	base := hash(defaultDeny())
 	reordered := defaultDeny()
 	reordered.Object["spec"] = map[string]any{"ingress": reordered.Object["spec"].(map[string]any)["ingress"], "policyTypes": []any{"Ingress"}, "podSelector": map[string]any{}}

@@ -52,8 +52,8 @@ func TestParseObjectKinds(t *testing.T) {
 
 func TestCheckObjectKind(t *testing.T) {
 	kinds := ObjectKinds{
-		{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}: Namespaced,
-		{Group: "keda.sh", Version: "v1alpha1", Kind: "TriggerAuthentication"}: NotServed,
+		{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}:       Namespaced,
+		{Group: "keda.sh", Version: "v1alpha1", Kind: "TriggerAuthentication"}:   NotServed,
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}: ClusterScoped,
 	}
 	tests := []struct {
