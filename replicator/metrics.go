@@ -114,6 +114,11 @@ func (m *sourceMetrics) set(owner desired.Owner, counts *sourceCounts) {
 	previous := m.bySource[key]
 	total := m.byKind[owner.Kind].minus(previous.replicaCounts)
 	notSynced := m.notSyncedByKind[owner.Kind]
+	if notSynced == nil {
+		// A kind first met here: an ObjectSync may name any kind, enabled or not.
+		notSynced = map[string]int{}
+		m.notSyncedByKind[owner.Kind] = notSynced
+	}
 	if previous.reason != "" {
 		notSynced[previous.reason]--
 	}

@@ -1,0 +1,91 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/desired"
+)
+
+// setupObjectSync adds the ObjectSync controller to mgr, with a replica store and
+// source watches for each kind of o.ObjectKinds that the API server serves in
+// namespaces, and returns those stores. Without any kind it adds nothing: cmsync makes
+// no request about ObjectSyncs or any kind they could name. The ObjectSync CRD and the
+// enabled kinds the API server does not serve yet are added to served.WithoutCRD: the
+// process starts again once they are served.
+func setupObjectSync(ctx context.Context, mgr ctrl.Manager, o Options, metrics *sourceMetrics, served *Served) ([]listed, error) {
+	logger := log.FromContext(ctx)
+	if len(o.ObjectKinds) == 0 {
+		logger.Info("the ObjectSync controller is off: no kind is enabled (--object-kinds); ObjectSyncs are left as they are")
+		return nil, nil
+	}
+	run, err := servesCRD(mgr.GetRESTMapper(), v1alpha1.ObjectSyncKind, SyncAuto)
+	if err != nil {
+		return nil, fmt.Errorf("--object-kinds: %w", err)
+	}
+	if !run {
+		logger.Info("the ObjectSync controller waits for its CRD: cmsync starts it once the API server serves ObjectSync")
+		served.WithoutCRD = append(served.WithoutCRD, v1alpha1.GroupVersion.WithKind(v1alpha1.ObjectSyncKind))
+		return nil, nil
+	}
+	watching, err := client.NewWithWatch(mgr.GetConfig(), client.Options{
+		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for the ObjectSync sources: %w", err)
+	}
+	controller := &objectSyncs{reader: mgr.GetClient(), kinds: desired.ObjectKinds{}, passes: map[schema.GroupVersionKind]*pass[object]{}}
+	var stores []listed
+	for _, gvk := range o.ObjectKinds {
+		scope, err := kindScope(mgr.GetRESTMapper(), gvk)
+		if err != nil {
+			return nil, fmt.Errorf("--object-kinds: %w", err)
+		}
+		controller.kinds[gvk] = scope
+		switch scope {
+		case desired.NotServed:
+			logger.Info("an enabled kind is not served: ObjectSyncs naming it are Invalid until it is, and cmsync starts again then", "kind", gvk.String())
+			served.WithoutCRD = append(served.WithoutCRD, gvk)
+			continue
+		case desired.ClusterScoped:
+			logger.Info("an enabled kind is cluster-scoped: ObjectSync copies namespaced kinds only, and ObjectSyncs naming it are Invalid", "kind", gvk.String())
+			continue
+		}
+		form, err := newObjectForm(ctx, mgr, o, gvk, metrics, controller, watching)
+		if err != nil {
+			return nil, err
+		}
+		controller.forms = append(controller.forms, form)
+		controller.passes[gvk] = &pass[object]{door: form.door, form: form}
+		stores = append(stores, form.replicas)
+	}
+	if len(controller.forms) == 0 {
+		logger.Info("the ObjectSync controller waits: the API server serves none of the enabled kinds in namespaces", "kinds", o.ObjectKinds)
+		return nil, nil
+	}
+	if err := controller.SetupWithManager(mgr, o.Controller); err != nil {
+		return nil, fmt.Errorf("setting up the ObjectSync controller: %w", err)
+	}
+	return stores, nil
+}
+
+// newObjectForm adds the replica store of kind gvk to mgr and returns its form.
+func newObjectForm(ctx context.Context, mgr ctrl.Manager, o Options, gvk schema.GroupVersionKind, metrics *sourceMetrics,
+	all *objectSyncs, watching client.WithWatch,
+) (*objectForm, error) {
+	kind := desired.NewObjectKind(gvk)
+	shared, replicas, err := newDoor(ctx, mgr, o, kind, metrics)
+	if err != nil {
+		return nil, err
+	}
+	form := &objectForm{gvk: gvk, replicas: replicas, all: all}
+	form.syncForm = &syncForm[object]{client: mgr.GetClient(), sources: newSourceWatcher(ctx, kind, watching),
+		ownStatus: newOwnStatus(desired.SameSyncOutcome), serves: form.serves, door: shared}
+	return form, nil
+}

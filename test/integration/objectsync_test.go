@@ -1,0 +1,302 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/desired"
+	"github.com/cmsync/cmsync/replicator"
+)
+
+// withObjectKinds runs the controller with --object-kinds=kinds.
+func withObjectKinds(t *testing.T, kinds string) controllerOption {
+	t.Helper()
+	parsed, err := desired.ParseObjectKinds(kinds)
+	must(t, err)
+	return func(o *replicator.Options) { o.ObjectKinds = parsed }
+}
+
+const policiesAndLimits = "networking.k8s.io/v1/NetworkPolicy,v1/LimitRange"
+
+func newObjectSync(t *testing.T, spec v1alpha1.ObjectSyncSpec) *v1alpha1.ObjectSync {
+	t.Helper()
+	sync := &v1alpha1.ObjectSync{ObjectMeta: metav1.ObjectMeta{Name: "osync-" + randomSuffix()}, Spec: spec}
+	must(t, k8s.Create(context.Background(), sync))
+	return sync
+}
+
+func policySource(namespace, name string) v1alpha1.ObjectSource {
+	return v1alpha1.ObjectSource{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy", Namespace: namespace, Name: name}
+}
+
+// defaultDenyPolicy creates a NetworkPolicy admitting only port 80, and returns it as
+// the API server stored it: its policyTypes and its port's protocol are the server's
+// defaults, not the creator's.
+func defaultDenyPolicy(t *testing.T, namespace string) *networkingv1.NetworkPolicy {
+	t.Helper()
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "default-deny", Labels: map[string]string{"team": "platform"}},
+		Spec: networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			Ports: []networkingv1.NetworkPolicyPort{{Port: ptr(intstr.FromInt32(80))}},
+		}}},
+	}
+	must(t, k8s.Create(context.Background(), np))
+	if len(np.Spec.PolicyTypes) == 0 || np.Spec.Ingress[0].Ports[0].Protocol == nil {
+		t.Fatalf("the API server defaulted nothing: %+v", np.Spec)
+	}
+	return np
+}
+
+// policyReplicas reads the NetworkPolicies that sync owns, by namespace.
+func policyReplicas(t *testing.T, sync *v1alpha1.ObjectSync) map[string]*networkingv1.NetworkPolicy {
+	t.Helper()
+	var list networkingv1.NetworkPolicyList
+	must(t, k8s.List(context.Background(), &list, client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}))
+	replicas := map[string]*networkingv1.NetworkPolicy{}
+	for i, np := range list.Items {
+		if ref := metav1.GetControllerOf(&np); ref != nil && ref.UID == sync.UID && ref.Kind == v1alpha1.ObjectSyncKind {
+			replicas[np.Namespace] = &list.Items[i]
+		}
+	}
+	return replicas
+}
+
+// waitForPolicyReplicas waits until sync's replicas are in exactly the namespaces given,
+// each with spec, and returns them.
+func waitForPolicyReplicas(t *testing.T, sync *v1alpha1.ObjectSync, spec networkingv1.NetworkPolicySpec, want ...string) map[string]*networkingv1.NetworkPolicy {
+	t.Helper()
+	var replicas map[string]*networkingv1.NetworkPolicy
+	eventually(t, timeout, "replicas of "+sync.Name, func() error {
+		replicas = policyReplicas(t, sync)
+		var in []string
+		for ns, np := range replicas {
+			in = append(in, ns)
+			if !equality.Semantic.DeepEqual(np.Spec, spec) {
+				return fmt.Errorf("replica in %s has spec %+v, want %+v", ns, np.Spec, spec)
+			}
+		}
+		if !sameSet(in, want) {
+			return fmt.Errorf("replicas in %v, want %v", in, want)
+		}
+		return nil
+	})
+	return replicas
+}
+
+// assertIdle asserts that c writes nothing for d, and that no replica changes.
+func assertIdle(t *testing.T, c *controllerUnderTest, sync *v1alpha1.ObjectSync, d time.Duration) {
+	t.Helper()
+	before, versions := c.Writes(), map[string]string{}
+	for ns, np := range policyReplicas(t, sync) {
+		versions[ns] = np.ResourceVersion
+	}
+	consistently(t, d, "idle", func() error {
+		if w := c.Writes() - before; w != 0 {
+			return errorf("%d writes while idle; last writes:\n%s", w, c.LastWrites())
+		}
+		for ns, np := range policyReplicas(t, sync) {
+			if np.ResourceVersion != versions[ns] {
+				return errorf("the replica in %s was written", ns)
+			}
+		}
+		return nil
+	})
+}
+
+// A NetworkPolicy whose policyTypes and port protocol the API server defaults is fanned
+// out, and then left alone: idle, and after a restart, cmsync writes nothing. Its
+// replicas follow the source, are repaired, reach a namespace created later, and go
+// when the ObjectSync is deleted (envtest runs no garbage collector: the finalizer does
+// it).
+func TestObjectSyncFansOutANetworkPolicyAndWritesNothingIdle(t *testing.T) {
+	srcNS := newNamespace(t, "src", nil)
+	group, targets := newGroup(t, "osync", 3)
+	src := defaultDenyPolicy(t, srcNS)
+	running := startController(t, withObjectKinds(t, policiesAndLimits))
+	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{
+		Source: policySource(srcNS, src.Name), NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": group}},
+	})
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "3/3")
+	replicas := waitForPolicyReplicas(t, sync, src.Spec, targets...)
+	for ns, np := range replicas {
+		if np.Labels["team"] != "platform" || np.Labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue ||
+			np.Annotations[v1alpha1.SourceAnnotation] != srcNS+"/default-deny" || np.Name != "default-deny" {
+			t.Errorf("replica in %s: %s, labels %v, annotations %v", ns, np.Name, np.Labels, np.Annotations)
+		}
+	}
+	if n := kindMetricValue(t, running.Metrics, "cmsync_replicas", "NetworkPolicy", "synced"); n != 3 {
+		t.Errorf("cmsync_replicas{kind=NetworkPolicy,state=synced} = %v, want 3", n)
+	}
+	assertIdle(t, running, sync, 5*time.Second)
+
+	running.Stop()
+	restarted := startController(t, withObjectKinds(t, policiesAndLimits))
+	assertIdle(t, restarted, sync, 8*time.Second)
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "3/3")
+
+	// The source changes.
+	update(t, src, func(np *networkingv1.NetworkPolicy) {
+		np.Spec.PodSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+		np.Spec.Ingress = nil
+	})
+	replicas = waitForPolicyReplicas(t, sync, src.Spec, targets...)
+
+	// Drift: an edited replica is restored, a deleted one recreated.
+	update(t, replicas[targets[0]], func(np *networkingv1.NetworkPolicy) { np.Spec.PodSelector.MatchLabels["app"] = "db" })
+	must(t, k8s.Delete(context.Background(), replicas[targets[1]]))
+	waitForPolicyReplicas(t, sync, src.Spec, targets...)
+
+	// A namespace created later gets its replica.
+	later := newNamespace(t, "dst", map[string]string{"group": group})
+	waitForPolicyReplicas(t, sync, src.Spec, append(targets, later)...)
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "4/4")
+	if n := kindMetricValue(t, restarted.Metrics, "cmsync_sources", "NetworkPolicy", ""); n != 1 {
+		t.Errorf("cmsync_sources{kind=NetworkPolicy} = %v, want 1", n)
+	}
+
+	must(t, k8s.Delete(context.Background(), sync))
+	eventually(t, timeout, "the ObjectSync and its replicas gone", func() error {
+		if left := policyReplicas(t, sync); len(left) != 0 {
+			return fmt.Errorf("replicas left in %d namespaces", len(left))
+		}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(sync), &v1alpha1.ObjectSync{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the ObjectSync is still there: %v", err)
+		}
+		return nil
+	})
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(src), &networkingv1.NetworkPolicy{}); err != nil {
+		t.Errorf("the source: %v", err)
+	}
+}
+
+// An object cmsync did not create is never touched: the ObjectSync reports the conflict
+// and fills every other target.
+func TestObjectSyncConflictWithAnObjectCmsyncDidNotCreate(t *testing.T) {
+	srcNS, free, taken := newNamespace(t, "src", nil), newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)
+	src := defaultDenyPolicy(t, srcNS)
+	theirs := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: src.Name},
+		Spec:       networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}},
+	}
+	must(t, k8s.Create(context.Background(), theirs))
+	startController(t, withObjectKinds(t, policiesAndLimits))
+	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{Source: policySource(srcNS, src.Name), DestinationNamespaces: []string{free, taken}})
+
+	got := waitForReadyCount(t, sync, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "1/2")
+	if f := got.Status.FailedNamespaces; len(f) != 1 || f[0].Namespace != taken || f[0].Reason != v1alpha1.ReasonConflict ||
+		!strings.Contains(f[0].Message, "not managed by cmsync") {
+		t.Errorf("failed namespaces %+v", f)
+	}
+	waitForEvent(t, sync, v1alpha1.ReasonConflict, taken)
+	waitForPolicyReplicas(t, sync, src.Spec, free)
+	consistently(t, 3*time.Second, "their NetworkPolicy untouched", func() error {
+		now := &networkingv1.NetworkPolicy{}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(theirs), now); err != nil {
+			return err
+		}
+		if now.ResourceVersion != theirs.ResourceVersion {
+			return fmt.Errorf("written: labels %v, spec %+v", now.Labels, now.Spec)
+		}
+		return nil
+	})
+
+	must(t, k8s.Delete(context.Background(), sync))
+	eventually(t, timeout, "cleanup leaves their NetworkPolicy", func() error {
+		if left := policyReplicas(t, sync); len(left) != 0 {
+			return fmt.Errorf("replicas left: %d", len(left))
+		}
+		return k8s.Get(context.Background(), client.ObjectKeyFromObject(theirs), &networkingv1.NetworkPolicy{})
+	})
+}
+
+// An ObjectSync that names a kind it may not copy is Invalid, saying what to do, and
+// cmsync makes no request about a kind that is not enabled.
+func TestObjectSyncOfAKindItMayNotCopyIsInvalid(t *testing.T) {
+	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+	running := startController(t, withObjectKinds(t, "networking.k8s.io/v1/NetworkPolicy,rbac.authorization.k8s.io/v1/ClusterRole,example.com/v1/Widget"))
+	for _, tc := range []struct {
+		name   string
+		source v1alpha1.ObjectSource
+		says   string
+	}{
+		{"not enabled", v1alpha1.ObjectSource{APIVersion: "v1", Kind: "LimitRange"}, "add v1/LimitRange to the controller's --object-kinds"},
+		{"a ConfigMap", v1alpha1.ObjectSource{APIVersion: "v1", Kind: "ConfigMap"}, "ConfigMapSync"},
+		{"a Secret", v1alpha1.ObjectSource{APIVersion: "v1", Kind: "Secret"}, "SecretSync"},
+		{"cluster-scoped", v1alpha1.ObjectSource{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, "namespaced kinds only"},
+		{"not served", v1alpha1.ObjectSource{APIVersion: "example.com/v1", Kind: "Widget"}, "install its CustomResourceDefinition"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.source.Namespace, tc.source.Name = srcNS, "anything"
+			sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{Source: tc.source, DestinationNamespace: dst})
+			got := waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid)
+			if ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady); !strings.Contains(ready.Message, tc.says) {
+				t.Errorf("message %q does not say %q", ready.Message, tc.says)
+			}
+			waitForEvent(t, sync, v1alpha1.ReasonInvalid, tc.says)
+		})
+	}
+	for _, resource := range []string{"limitranges", "clusterroles", "widgets"} {
+		if requests := running.RequestsAbout(resource); len(requests) != 0 {
+			t.Errorf("requests about %s: %v", resource, requests)
+		}
+	}
+	if n := notSynced(t, running.Metrics, "LimitRange", v1alpha1.ReasonInvalid); n < 1 {
+		t.Errorf("cmsync_sources_not_synced{kind=LimitRange,reason=Invalid} = %v", n)
+	}
+}
+
+// An ObjectSync whose source changes kind moves its replicas: those of the kind it
+// named are deleted, those of the new kind (a LimitRange, whose defaults the API
+// server fills in too) are made.
+func TestObjectSyncChangingKindMovesItsReplicas(t *testing.T) {
+	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+	src := defaultDenyPolicy(t, srcNS)
+	limits := &corev1.LimitRange{
+		ObjectMeta: metav1.ObjectMeta{Namespace: srcNS, Name: "default-deny"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		}}},
+	}
+	must(t, k8s.Create(context.Background(), limits))
+	if limits.Spec.Limits[0].Default == nil {
+		t.Fatalf("the API server defaulted nothing: %+v", limits.Spec)
+	}
+	running := startController(t, withObjectKinds(t, policiesAndLimits))
+	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{Source: policySource(srcNS, src.Name), DestinationNamespace: dst})
+	waitForPolicyReplicas(t, sync, src.Spec, dst)
+
+	update(t, sync, func(s *v1alpha1.ObjectSync) { s.Spec.Source = v1alpha1.ObjectSource{APIVersion: "v1", Kind: "LimitRange", Namespace: srcNS, Name: limits.Name} })
+	waitForPolicyReplicas(t, sync, src.Spec)
+	eventually(t, timeout, "the LimitRange replica", func() error {
+		replica := &corev1.LimitRange{}
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: dst, Name: limits.Name}, replica); err != nil {
+			return err
+		}
+		if !equality.Semantic.DeepEqual(replica.Spec, limits.Spec) || metav1.GetControllerOf(replica) == nil {
+			return fmt.Errorf("replica spec %+v, owner %v", replica.Spec, replica.OwnerReferences)
+		}
+		return nil
+	})
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+	before := running.Writes()
+	consistently(t, 4*time.Second, "idle", func() error {
+		if w := running.Writes() - before; w != 0 {
+			return errorf("%d writes while idle; last writes:\n%s", w, running.LastWrites())
+		}
+		return nil
+	})
+}
