@@ -100,12 +100,15 @@ func contentIsFields[T Object](kind Kind[T]) bool {
 	return ok
 }
 
+// groupVersionKinded is a kind that names its group and version.
+type groupVersionKinded interface {
+	GroupVersionKind() schema.GroupVersionKind
+}
+
 // GroupVersionKindOf is kind's group, version and kind: ConfigMaps and Secrets are in
 // the core group; an ObjectKind says its own.
 func GroupVersionKindOf[T Object](kind Kind[T]) schema.GroupVersionKind {
-	if k, ok := kind.(interface {
-		GroupVersionKind() schema.GroupVersionKind
-	}); ok {
+	if k, ok := kind.(groupVersionKinded); ok {
 		return k.GroupVersionKind()
 	}
 	return schema.GroupVersionKind{Version: "v1", Kind: kind.Name()}

@@ -113,7 +113,8 @@ func TestObjectTemplateIsTheSourcesSpecWithTheReplicaMarkers(t *testing.T) {
 	if labels["team"] != "platform" || labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue || labels[v1alpha1.ContentHashLabel] == "" {
 		t.Errorf("labels %v", labels)
 	}
-	if annotations["note"] != "deny all" || annotations[v1alpha1.SourceAnnotation] != "platform/default-deny" || annotations[v1alpha1.LastAppliedAnnotation] != "" {
+	if annotations["note"] != "deny all" || annotations[v1alpha1.SourceAnnotation] != "platform/default-deny" ||
+		annotations[v1alpha1.LastAppliedAnnotation] != "" {
 		t.Errorf("annotations %v", annotations)
 	}
 	if refs := replica.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != v1alpha1.ObjectSyncKind || !objectSyncOwner.Owns(replica) {
@@ -132,7 +133,11 @@ func TestObjectContentHash(t *testing.T) {
 	}
 	base := hash(defaultDeny())
 	reordered := defaultDeny()
-	reordered.Object["spec"] = map[string]any{"ingress": reordered.Object["spec"].(map[string]any)["ingress"], "policyTypes": []any{"Ingress"}, "podSelector": map[string]any{}}
+	reordered.Object["spec"] = map[string]any{
+		"ingress":     reordered.Object["spec"].(map[string]any)["ingress"],
+		"policyTypes": []any{"Ingress"},
+		"podSelector": map[string]any{},
+	}
 	if hash(reordered) != base {
 		t.Error("the same fields built in another order hash differently")
 	}

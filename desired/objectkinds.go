@@ -75,7 +75,7 @@ func isKindName(s string) bool {
 		return false
 	}
 	return !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9')
 	})
 }
 
@@ -89,7 +89,8 @@ func ownFormOf(gvk schema.GroupVersionKind) string {
 	case "ConfigMap":
 		return "ConfigMaps are copied by the cmsync.io/replicate label or a " + v1alpha1.ConfigMapSyncKind + ", not by an " + v1alpha1.ObjectSyncKind
 	case "Secret":
-		return "Secrets are copied by the cmsync.io/replicate label (with --secrets=enabled) or a " + v1alpha1.SecretSyncKind + ", not by an " + v1alpha1.ObjectSyncKind
+		return "Secrets are copied by the cmsync.io/replicate label (with --secrets=enabled) or a " + v1alpha1.SecretSyncKind +
+			", not by an " + v1alpha1.ObjectSyncKind
 	}
 	return ""
 }
@@ -128,8 +129,10 @@ func (k ObjectKinds) CheckObjectKind(apiVersion, kind string) error {
 		return fmt.Errorf("kind %s is not enabled for ObjectSync: the administrator adds %s to the controller's --object-kinds (chart value objectSync.kinds)",
 			describeKind(gvk), flagEntry(gvk))
 	case scope == NotServed:
-		return fmt.Errorf("the API server does not serve %s: install its CustomResourceDefinition (or fix spec.source.apiVersion); cmsync serves it once it is served",
-			describeKind(gvk))
+		return fmt.Errorf(
+			"the API server does not serve %s: install its CustomResourceDefinition (or fix spec.source.apiVersion); cmsync serves it once it is served",
+			describeKind(gvk),
+		)
 	case scope == ClusterScoped:
 		return fmt.Errorf("%s is cluster-scoped: ObjectSync copies objects of namespaced kinds only; remove it from --object-kinds", describeKind(gvk))
 	}

@@ -54,7 +54,11 @@ func setupObjectSync(ctx context.Context, mgr ctrl.Manager, o Options, metrics *
 			served.WithoutCRD = append(served.WithoutCRD, gvk)
 			continue
 		case desired.ClusterScoped:
-			logger.Info("an enabled kind is cluster-scoped: ObjectSync copies namespaced kinds only, and ObjectSyncs naming it are Invalid", "kind", gvk.String())
+			logger.Info(
+				"an enabled kind is cluster-scoped: ObjectSync copies namespaced kinds only, and ObjectSyncs naming it are Invalid",
+				"kind",
+				gvk.String(),
+			)
 			continue
 		}
 		form, err := newObjectForm(ctx, mgr, o, gvk, metrics, controller, watching)

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -77,7 +77,12 @@ func policyReplicas(t *testing.T, sync *v1alpha1.ObjectSync) map[string]*network
 
 // waitForPolicyReplicas waits until sync's replicas are in exactly the namespaces given,
 // each with spec, and returns them.
-func waitForPolicyReplicas(t *testing.T, sync *v1alpha1.ObjectSync, spec networkingv1.NetworkPolicySpec, want ...string) map[string]*networkingv1.NetworkPolicy {
+func waitForPolicyReplicas(
+	t *testing.T,
+	sync *v1alpha1.ObjectSync,
+	spec networkingv1.NetworkPolicySpec,
+	want ...string,
+) map[string]*networkingv1.NetworkPolicy {
 	t.Helper()
 	var replicas map[string]*networkingv1.NetworkPolicy
 	eventually(t, timeout, "replicas of "+sync.Name, func() error {
@@ -159,6 +164,8 @@ func TestObjectSyncFansOutANetworkPolicyAndWritesNothingIdle(t *testing.T) {
 	update(t, replicas[targets[0]], func(np *networkingv1.NetworkPolicy) { np.Spec.PodSelector.MatchLabels["app"] = "db" })
 	must(t, k8s.Delete(context.Background(), replicas[targets[1]]))
 	waitForPolicyReplicas(t, sync, src.Spec, targets...)
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "3/3")
+	assertIdle(t, restarted, sync, 3*time.Second)
 
 	// A namespace created later gets its replica.
 	later := newNamespace(t, "dst", map[string]string{"group": group})
@@ -233,7 +240,7 @@ func TestObjectSyncOfAKindItMayNotCopyIsInvalid(t *testing.T) {
 		source v1alpha1.ObjectSource
 		says   string
 	}{
-		{"not enabled", v1alpha1.ObjectSource{APIVersion: "v1", Kind: "LimitRange"}, "add v1/LimitRange to the controller's --object-kinds"},
+		{"not enabled", v1alpha1.ObjectSource{APIVersion: "v1", Kind: "LimitRange"}, "v1/LimitRange to the controller's --object-kinds"},
 		{"a ConfigMap", v1alpha1.ObjectSource{APIVersion: "v1", Kind: "ConfigMap"}, "ConfigMapSync"},
 		{"a Secret", v1alpha1.ObjectSource{APIVersion: "v1", Kind: "Secret"}, "SecretSync"},
 		{"cluster-scoped", v1alpha1.ObjectSource{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, "namespaced kinds only"},
@@ -249,9 +256,9 @@ func TestObjectSyncOfAKindItMayNotCopyIsInvalid(t *testing.T) {
 			waitForEvent(t, sync, v1alpha1.ReasonInvalid, tc.says)
 		})
 	}
-	for _, resource := range []string{"limitranges", "clusterroles", "widgets"} {
-		if requests := running.RequestsAbout(resource); len(requests) != 0 {
-			t.Errorf("requests about %s: %v", resource, requests)
+	for _, kind := range []string{"limitranges", "clusterroles", "widgets"} {
+		if requests := running.RequestsAbout(kind); len(requests) != 0 {
+			t.Errorf("requests about %s: %v", kind, requests)
 		}
 	}
 	if n := notSynced(t, running.Metrics, "LimitRange", v1alpha1.ReasonInvalid); n < 1 {
@@ -279,7 +286,9 @@ func TestObjectSyncChangingKindMovesItsReplicas(t *testing.T) {
 	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{Source: policySource(srcNS, src.Name), DestinationNamespace: dst})
 	waitForPolicyReplicas(t, sync, src.Spec, dst)
 
-	update(t, sync, func(s *v1alpha1.ObjectSync) { s.Spec.Source = v1alpha1.ObjectSource{APIVersion: "v1", Kind: "LimitRange", Namespace: srcNS, Name: limits.Name} })
+	update(t, sync, func(s *v1alpha1.ObjectSync) {
+		s.Spec.Source = v1alpha1.ObjectSource{APIVersion: "v1", Kind: "LimitRange", Namespace: srcNS, Name: limits.Name}
+	})
 	waitForPolicyReplicas(t, sync, src.Spec)
 	eventually(t, timeout, "the LimitRange replica", func() error {
 		replica := &corev1.LimitRange{}

@@ -89,8 +89,8 @@ type controllerUnderTest struct {
 	kindRequests []string
 	// requests are the method and path of every request.
 	requests []string
-	mu           sync.Mutex
-	paths        []string // the last write requests, to explain a failure
+	mu       sync.Mutex
+	paths    []string // the last write requests, to explain a failure
 	// written counts every write request, by method and path ("PATCH /apis/…/status").
 	written map[string]int
 	// trickle, once set, makes its replica watch hand over what the API server sends
