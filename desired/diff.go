@@ -18,8 +18,9 @@ import (
 type Diff struct {
 	// Content: a value, the set of keys, the type or the immutable flag differs.
 	Content bool
-	// Recreate: the content cannot change in place (the replica is immutable, or of
-	// another type): the replica must be deleted and created anew.
+	// Recreate: the content cannot change in place (the replica is immutable, of
+	// another type, or differs in a field the API server will not change, such as a
+	// RoleBinding's roleRef): the replica must be deleted and created anew.
 	Recreate bool
 	// Metadata: a desired label or annotation is missing or has another value.
 	Metadata bool
@@ -55,7 +56,7 @@ func (t Template[T]) Diff(have T) Diff {
 		// content; until then a pass reads it whole (DiffMetadata cannot tell).
 		d.Metadata = !containsAll(have.GetLabels(), t.labelsBut(v1alpha1.ContentHashLabel)) || !containsAll(have.GetAnnotations(), t.annotations)
 	}
-	d.Recreate = d.Content && ptr.Deref(actual.Immutable, false) || t.content.Type != actual.Type
+	d.Recreate = d.Content && (ptr.Deref(actual.Immutable, false) || changesImmutableField(t.kind, actual, t.content)) || t.content.Type != actual.Type
 	d.StaleText = missingFrom(t.content.Text, sets.KeySet(actual.Text))
 	d.StaleBinary = missingFrom(t.content.Binary, sets.KeySet(actual.Binary))
 	if t.content.Fields != nil {
@@ -69,8 +70,9 @@ func (t Template[T]) Diff(have T) Diff {
 // whether the metadata could tell. It can when nobody but cmsync wrote the replica's
 // content and cmsync owns its content-hash label: then the replica's content keys are
 // the ones cmsync owns, and its content is the one the label hashes. It cannot tell
-// how the content differs when the replica's immutable flag or type may stand in the
-// way of an update in place, which only the whole replica shows.
+// how the content differs when the replica's immutable flag, type or immutable fields (a
+// RoleBinding's roleRef) may stand in the way of an update in place, which only the whole
+// replica shows.
 //
 // What this judgement rests on: the content-hash label and the field manager named
 // cmsync are written by cmsync's ServiceAccount alone. Any client could write either,
@@ -90,7 +92,7 @@ func (t Template[T]) DiffMetadata(have metav1.Object) (d Diff, known bool) {
 	d.Content = have.GetLabels()[v1alpha1.ContentHashLabel] != t.contentHash ||
 		!own.Text.Equal(sets.KeySet(t.content.Text)) || !own.Binary.Equal(sets.KeySet(t.content.Binary)) ||
 		own.Immutable != (t.content.Immutable != nil) || own.Type != (t.content.Type != "")
-	if d.Content && (own.Immutable || own.Type) {
+	if d.Content && (own.Immutable || own.Type || len(immutableFieldsOf(t.kind)) > 0) {
 		return Diff{}, false
 	}
 	d.StaleText = missingFrom(t.content.Text, own.Text)

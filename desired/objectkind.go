@@ -88,6 +88,29 @@ func (k ObjectKind) WithMeta(meta metav1.ObjectMeta) *unstructured.Unstructured 
 	return obj
 }
 
+// immutableFields are, by kind, the top-level content fields whose value the API
+// server refuses to change in place: a replica whose value there differs from the
+// source's is deleted and created anew, as an immutable ConfigMap is.
+var immutableFields = map[schema.GroupKind][]string{
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}: {"roleRef"},
+}
+
+// immutableFieldsOf are kind's immutableFields.
+func immutableFieldsOf[T Object](kind Kind[T]) []string {
+	return immutableFields[GroupVersionKindOf(kind).GroupKind()]
+}
+
+// changesImmutableField reports whether have, a replica's content, differs from want
+// in a field of kind the API server will not change in place.
+func changesImmutableField[T Object](kind Kind[T], have, want Content) bool {
+	for _, field := range immutableFieldsOf(kind) {
+		if w, ok := want.Fields[field]; ok && !valueHolds(have.Fields[field], w) {
+			return true
+		}
+	}
+	return false
+}
+
 // contentIsFields marks ObjectKind as a kind whose content is Content.Fields.
 func (ObjectKind) contentIsFields() {}
 

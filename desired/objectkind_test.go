@@ -318,3 +318,44 @@ func metaOf(obj *unstructured.Unstructured) *metav1.PartialObjectMetadata {
 	m.SetGroupVersionKind(obj.GroupVersionKind())
 	return m
 }
+
+func TestRoleBindingWithAnotherRoleRefIsRecreated(t *testing.T) {
+	bindings := NewObjectKind(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"})
+	binding := func(role string, users ...any) *unstructured.Unstructured {
+		subjects := make([]any, 0, len(users))
+		for _, u := range users {
+			subjects = append(subjects, map[string]any{"kind": "User", "name": u, "apiGroup": "rbac.authorization.k8s.io"})
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+			"metadata": map[string]any{"name": "readers", "namespace": "platform"},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+			"subjects": subjects,
+		}}
+	}
+	owner := objectSyncOwner
+	owner.Kind = "RoleBinding"
+	replica := NewTemplate(bindings, binding("view", "ann"), Shape{}, owner).In("team-a")
+	replica.SetManagedFields(
+		managedFields(v1alpha1.FieldManager, `{"f:metadata":{"f:labels":{"f:`+v1alpha1.ContentHashLabel+`":{}}},"f:roleRef":{},"f:subjects":{}}`),
+	)
+	tests := []struct {
+		name     string
+		source   *unstructured.Unstructured
+		recreate bool
+	}{
+		{"another subject: updated in place", binding("view", "ann", "bob"), false},
+		{"another role: recreated", binding("edit", "ann"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			template := NewTemplate(bindings, tt.source, Shape{}, owner)
+			if _, known := template.DiffMetadata(replica); known {
+				t.Error("the metadata told a RoleBinding's change, which may need a new object")
+			}
+			if d := template.Diff(replica); !d.Content || d.Recreate != tt.recreate {
+				t.Errorf("diff %+v, want recreate %v", d, tt.recreate)
+			}
+		})
+	}
+}

@@ -3,17 +3,21 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -305,6 +309,114 @@ func TestObjectSyncChangingKindMovesItsReplicas(t *testing.T) {
 	consistently(t, 4*time.Second, "idle", func() error {
 		if w := running.Writes() - before; w != 0 {
 			return errorf("%d writes while idle; last writes:\n%s", w, running.LastWrites())
+		}
+		return nil
+	})
+}
+
+// widgetCRDIn installs a namespaced custom resource, Widget, in group, whose schema
+// defaults spec.size, and returns the group.
+func widgetCRDIn(t *testing.T, group string) string {
+	t.Helper()
+	scheme := newScheme()
+	must(t, apiextensionsv1.AddToScheme(scheme))
+	c, err := client.New(restConfig, client.Options{Scheme: scheme})
+	must(t, err)
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+							"size":   {Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"small"`)}},
+							"colour": {Type: "string"},
+						}},
+						"status": {Type: "object", XPreserveUnknownFields: ptr(true)},
+					},
+				}},
+			}},
+		},
+	}
+	must(t, c.Create(context.Background(), crd))
+	eventually(t, timeout, "the Widget CRD established", func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(crd), crd); err != nil {
+			return err
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %v", crd.Status.Conditions)
+	})
+	return group
+}
+
+func widget(group, namespace, name string) *unstructured.Unstructured {
+	w := &unstructured.Unstructured{}
+	w.SetGroupVersionKind(schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Widget"})
+	w.SetNamespace(namespace)
+	w.SetName(name)
+	return w
+}
+
+// A custom resource whose CRD is installed after cmsync started: an ObjectSync naming
+// it is Invalid, and cmsync says it must start again to serve it (replicator.Served);
+// started again, it fans the resource out, its schema's defaults included, and writes
+// nothing more. An ObjectSync deleted while cmsync is down loses its replicas at the
+// next start.
+func TestObjectSyncOfACustomResourceInstalledAfterTheStart(t *testing.T) {
+	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+	group := "w" + randomSuffix() + ".example.com"
+	kinds := policiesAndLimits + "," + group + "/v1/Widget"
+	running := startController(t, withObjectKinds(t, kinds))
+	gvk := schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Widget"}
+	if !slices.Contains(running.Served.WithoutCRD, gvk) {
+		t.Errorf("Setup's kinds to start again for: %v, want %v among them", running.Served.WithoutCRD, gvk)
+	}
+	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{
+		Source: v1alpha1.ObjectSource{APIVersion: group + "/v1", Kind: "Widget", Namespace: srcNS, Name: "blue"}, DestinationNamespace: dst,
+	})
+	waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid)
+
+	src := widget(widgetCRDIn(t, group), srcNS, "blue")
+	must(t, unstructured.SetNestedField(src.Object, "blue", "spec", "colour"))
+	must(t, k8s.Create(context.Background(), src))
+	if size, _, _ := unstructured.NestedString(src.Object, "spec", "size"); size != "small" {
+		t.Fatalf("the schema's default was not applied: %v", src.Object["spec"])
+	}
+
+	running.Stop()
+	restarted := startController(t, withObjectKinds(t, kinds))
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+	replica := widget(group, dst, "blue")
+	must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(replica), replica))
+	if !equality.Semantic.DeepEqual(replica.Object["spec"], src.Object["spec"]) || metav1.GetControllerOf(replica) == nil {
+		t.Errorf("replica spec %v (owner %v), want %v", replica.Object["spec"], replica.GetOwnerReferences(), src.Object["spec"])
+	}
+	before := restarted.Writes()
+	consistently(t, 4*time.Second, "idle", func() error {
+		if w := restarted.Writes() - before; w != 0 {
+			return errorf("%d writes while idle; last writes:\n%s", w, restarted.LastWrites())
+		}
+		return nil
+	})
+
+	restarted.Stop()
+	must(t, k8s.Delete(context.Background(), sync))
+	startController(t, withObjectKinds(t, kinds))
+	eventually(t, timeout, "the replica and the ObjectSync deleted while cmsync was down gone", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(replica), widget(group, dst, "blue")); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the replica: %v", err)
+		}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(sync), &v1alpha1.ObjectSync{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the ObjectSync: %v", err)
 		}
 		return nil
 	})

@@ -101,6 +101,8 @@ type controllerUnderTest struct {
 	done    chan struct{}
 	// Metrics is the registry holding the controller's cmsync_* metrics.
 	Metrics *prometheus.Registry
+	// Served is what replicator.Setup said it set up.
+	Served replicator.Served
 	// refused, when set, picks the requests the controller's API server answers with
 	// 403 Forbidden, as it does those RBAC does not allow.
 	refused atomic.Pointer[func(*http.Request) bool]
@@ -317,7 +319,7 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	if _, err := replicator.Setup(ctx, mgr, o); err != nil {
+	if c.Served, err = replicator.Setup(ctx, mgr, o); err != nil {
 		t.Fatalf("setting up controller: %v", err)
 	}
 	go func() {
