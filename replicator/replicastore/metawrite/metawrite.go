@@ -1,5 +1,6 @@
-// Package metawrite creates and replaces whole objects of built-in kinds and returns
-// only their metadata, read back from the API server's answer in whichever form costs
+// Package metawrite creates and replaces whole objects of built-in kinds (and, sent as
+// JSON, unstructured objects of kinds known only at run time) and returns only their
+// metadata, read back from the API server's answer in whichever form costs
 // least for the object's size; it also deletes them, reading no more of the answer
 // than client-go must.
 //
