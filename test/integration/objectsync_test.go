@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -420,4 +422,72 @@ func TestObjectSyncOfACustomResourceInstalledAfterTheStart(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A Role and a RoleBinding fan out, and stay as they are while idle. A RoleBinding's
+// roleRef cannot change in place: when the source is made anew with another role, its
+// replicas are deleted and created anew.
+func TestObjectSyncOfARoleAndItsBinding(t *testing.T) {
+	srcNS, a, b := newNamespace(t, "src", nil), newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: srcNS, Name: "pod-reader"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}}},
+	}
+	must(t, k8s.Create(context.Background(), role))
+	bindingTo := func(roleName string) *rbacv1.RoleBinding {
+		binding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: srcNS, Name: "readers"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: roleName},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "team-readers"}},
+		}
+		must(t, k8s.Create(context.Background(), binding))
+		return binding
+	}
+	binding := bindingTo("pod-reader")
+	running := startController(t, withObjectKinds(t, "rbac.authorization.k8s.io/v1/Role,rbac.authorization.k8s.io/v1/RoleBinding"))
+	rbac := func(kind, name string) v1alpha1.ObjectSource {
+		return v1alpha1.ObjectSource{APIVersion: "rbac.authorization.k8s.io/v1", Kind: kind, Namespace: srcNS, Name: name}
+	}
+	roles := newObjectSync(t, v1alpha1.ObjectSyncSpec{Source: rbac("Role", role.Name), DestinationNamespaces: []string{a, b}})
+	bindings := newObjectSync(t, v1alpha1.ObjectSyncSpec{Source: rbac("RoleBinding", binding.Name), DestinationNamespaces: []string{a, b}})
+	waitForReadyCount(t, roles, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
+	waitForReadyCount(t, bindings, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
+	replicaBinding := func(ns string) (*rbacv1.RoleBinding, error) {
+		rb := &rbacv1.RoleBinding{}
+		return rb, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: binding.Name}, rb)
+	}
+	first := map[string]types.UID{}
+	for _, ns := range []string{a, b} {
+		r := &rbacv1.Role{}
+		must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: role.Name}, r))
+		rb, err := replicaBinding(ns)
+		must(t, err)
+		if !equality.Semantic.DeepEqual(r.Rules, role.Rules) || rb.RoleRef != binding.RoleRef || !equality.Semantic.DeepEqual(rb.Subjects, binding.Subjects) {
+			t.Errorf("replicas in %s: rules %+v, roleRef %+v, subjects %+v", ns, r.Rules, rb.RoleRef, rb.Subjects)
+		}
+		first[ns] = rb.UID
+	}
+	before := running.Writes()
+	consistently(t, 3*time.Second, "idle", func() error {
+		if w := running.Writes() - before; w != 0 {
+			return errorf("%d writes while idle; last writes:\n%s", w, running.LastWrites())
+		}
+		return nil
+	})
+
+	must(t, k8s.Delete(context.Background(), binding))
+	binding = bindingTo("admin-of-pods")
+	eventually(t, timeout, "replica bindings made anew with the new role", func() error {
+		for _, ns := range []string{a, b} {
+			rb, err := replicaBinding(ns)
+			if err != nil {
+				return err
+			}
+			if rb.RoleRef.Name != "admin-of-pods" || rb.UID == first[ns] {
+				return fmt.Errorf("in %s: roleRef %+v, the same object %v", ns, rb.RoleRef, rb.UID == first[ns])
+			}
+		}
+		return nil
+	})
+	waitForReadyCount(t, bindings, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
 }
