@@ -34,6 +34,29 @@ func setupObjectSync(ctx context.Context, mgr ctrl.Manager, o Options, metrics *
 		served.WithoutCRD = append(served.WithoutCRD, v1alpha1.GroupVersion.WithKind(v1alpha1.ObjectSyncKind))
 		return nil, nil
 	}
+	controller, err := newObjectSyncs(ctx, mgr, o, metrics, served)
+	if err != nil {
+		return nil, err
+	}
+	if len(controller.forms) == 0 {
+		logger.Info("the ObjectSync controller waits: the API server serves none of the enabled kinds in namespaces", "kinds", o.ObjectKinds)
+		return nil, nil
+	}
+	if err := controller.SetupWithManager(mgr, o.Controller); err != nil {
+		return nil, fmt.Errorf("setting up the ObjectSync controller: %w", err)
+	}
+	stores := make([]listed, 0, len(controller.forms))
+	for _, f := range controller.forms {
+		stores = append(stores, f.replicas)
+	}
+	return stores, nil
+}
+
+// newObjectSyncs asks the API server what it serves of each kind of o.ObjectKinds, and
+// makes the form of each kind it serves in namespaces; a kind it does not serve yet is
+// added to served.WithoutCRD.
+func newObjectSyncs(ctx context.Context, mgr ctrl.Manager, o Options, metrics *sourceMetrics, served *Served) (*objectSyncs, error) {
+	logger := log.FromContext(ctx)
 	watching, err := client.NewWithWatch(mgr.GetConfig(), client.Options{
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 	})
@@ -41,7 +64,6 @@ func setupObjectSync(ctx context.Context, mgr ctrl.Manager, o Options, metrics *
 		return nil, fmt.Errorf("creating a client for the ObjectSync sources: %w", err)
 	}
 	controller := &objectSyncs{reader: mgr.GetClient(), kinds: desired.ObjectKinds{}, passes: map[schema.GroupVersionKind]*pass[object]{}}
-	var stores []listed
 	for _, gvk := range o.ObjectKinds {
 		scope, err := kindScope(mgr.GetRESTMapper(), gvk)
 		if err != nil {
@@ -67,16 +89,8 @@ func setupObjectSync(ctx context.Context, mgr ctrl.Manager, o Options, metrics *
 		}
 		controller.forms = append(controller.forms, form)
 		controller.passes[gvk] = &pass[object]{door: form.door, form: form}
-		stores = append(stores, form.replicas)
 	}
-	if len(controller.forms) == 0 {
-		logger.Info("the ObjectSync controller waits: the API server serves none of the enabled kinds in namespaces", "kinds", o.ObjectKinds)
-		return nil, nil
-	}
-	if err := controller.SetupWithManager(mgr, o.Controller); err != nil {
-		return nil, fmt.Errorf("setting up the ObjectSync controller: %w", err)
-	}
-	return stores, nil
+	return controller, nil
 }
 
 // newObjectForm adds the replica store of kind gvk to mgr and returns its form.

@@ -491,3 +491,29 @@ func TestObjectSyncOfARoleAndItsBinding(t *testing.T) {
 	})
 	waitForReadyCount(t, bindings, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
 }
+
+// The CRD's schema refuses what it can tell is wrong, with a message the user sees.
+func TestObjectSyncSpecIsCheckedAtAdmission(t *testing.T) {
+	src := policySource("platform", "default-deny")
+	for _, tc := range []struct {
+		name string
+		spec v1alpha1.ObjectSyncSpec
+		says string
+	}{
+		{"no target", v1alpha1.ObjectSyncSpec{Source: src}, "set destinationNamespace, destinationNamespaces"},
+		{"only exclusions", v1alpha1.ObjectSyncSpec{Source: src, DestinationNamespaces: []string{"!team-a"}}, "set destinationNamespace"},
+		{"onto itself", v1alpha1.ObjectSyncSpec{Source: src, DestinationNamespace: "platform"}, "must differ from source.namespace"},
+		{"a resource for a kind", v1alpha1.ObjectSyncSpec{Source: v1alpha1.ObjectSource{APIVersion: "networking.k8s.io/v1", Kind: "networkpolicies",
+			Namespace: "platform", Name: "x"}, DestinationNamespace: "team-a"}, "spec.source.kind"},
+		{"a malformed apiVersion", v1alpha1.ObjectSyncSpec{Source: v1alpha1.ObjectSource{APIVersion: "networking.k8s.io", Kind: "NetworkPolicy",
+			Namespace: "platform", Name: "x"}, DestinationNamespace: "team-a"}, "spec.source.apiVersion"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sync := &v1alpha1.ObjectSync{ObjectMeta: metav1.ObjectMeta{Name: "osync-" + randomSuffix()}, Spec: tc.spec}
+			err := k8s.Create(context.Background(), sync)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("created: %v; want it refused saying %q", err, tc.says)
+			}
+		})
+	}
+}
