@@ -517,3 +517,28 @@ func TestObjectSyncSpecIsCheckedAtAdmission(t *testing.T) {
 		})
 	}
 }
+
+// In scoped mode (--namespaces) an ObjectSync reaches the served namespaces alone, and
+// no request about its kind leaves them: the chart can grant the kind by a Role in each.
+func TestObjectSyncInScopedMode(t *testing.T) {
+	prefix := "oscope" + randomSuffix()
+	srcNS, in, out := newNamespace(t, prefix, nil), newNamespace(t, prefix, nil), newNamespace(t, prefix, nil)
+	src := defaultDenyPolicy(t, srcNS)
+	c := startController(t, withScope(srcNS, in), withObjectKinds(t, policiesAndLimits))
+	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{Source: policySource(srcNS, src.Name), DestinationNamespaces: []string{prefix + "-*"}})
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+	waitForPolicyReplicas(t, sync, src.Spec, in)
+	if len(c.RequestsAbout("networkpolicies")) == 0 {
+		t.Fatal("no request about NetworkPolicies was seen")
+	}
+	for _, kind := range []string{"networkpolicies", "limitranges"} {
+		for _, request := range c.RequestsAbout(kind) {
+			if ns := namespaceOf(strings.Fields(request)[1]); ns != srcNS && ns != in {
+				t.Errorf("a request about %s outside the served namespaces: %s", kind, request)
+			}
+		}
+	}
+	if n := c.WritesIn("POST", out); n != 0 {
+		t.Errorf("%d creates in %s, outside the scope", n, out)
+	}
+}
