@@ -166,16 +166,17 @@ func (o *objectSyncs) SetupWithManager(mgr ctrl.Manager, options controller.Opti
 	return b.WithOptions(options).Complete(o)
 }
 
-// kindScope asks the API server (its discovery, through mapper) what it serves of gvk.
-func kindScope(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (desired.KindScope, error) {
+// kindScope asks the API server (its discovery, through mapper) what it serves of gvk,
+// and under which resource.
+func kindScope(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (desired.KindScope, schema.GroupVersionResource, error) {
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case meta.IsNoMatchError(err):
-		return desired.NotServed, nil
+		return desired.NotServed, schema.GroupVersionResource{}, nil
 	case err != nil:
-		return desired.NotServed, fmt.Errorf("looking up %s: %w", gvk, err)
+		return desired.NotServed, schema.GroupVersionResource{}, fmt.Errorf("looking up %s: %w", gvk, err)
 	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
-		return desired.ClusterScoped, nil
+		return desired.ClusterScoped, mapping.Resource, nil
 	}
-	return desired.Namespaced, nil
+	return desired.Namespaced, mapping.Resource, nil
 }

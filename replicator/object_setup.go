@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -63,9 +67,14 @@ func newObjectSyncs(ctx context.Context, mgr ctrl.Manager, o Options, metrics *s
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for the ObjectSync sources: %w", err)
 	}
+	access, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for the access reviews of --object-kinds: %w", err)
+	}
+	reviews := access.AuthorizationV1().SelfSubjectAccessReviews()
 	controller := &objectSyncs{reader: mgr.GetClient(), kinds: desired.ObjectKinds{}, passes: map[schema.GroupVersionKind]*pass[object]{}}
 	for _, gvk := range o.ObjectKinds {
-		scope, err := kindScope(mgr.GetRESTMapper(), gvk)
+		scope, resource, err := kindScope(mgr.GetRESTMapper(), gvk)
 		if err != nil {
 			return nil, fmt.Errorf("--object-kinds: %w", err)
 		}
@@ -82,6 +91,9 @@ func newObjectSyncs(ctx context.Context, mgr ctrl.Manager, o Options, metrics *s
 				gvk.String(),
 			)
 			continue
+		}
+		if err := checkGrants(ctx, reviews, resource, o.Policy.Scope); err != nil {
+			return nil, err
 		}
 		form, err := newObjectForm(ctx, mgr, o, gvk, metrics, controller, watching)
 		if err != nil {
@@ -106,4 +118,41 @@ func newObjectForm(ctx context.Context, mgr ctrl.Manager, o Options, gvk schema.
 	form.syncForm = &syncForm[object]{client: mgr.GetClient(), sources: newSourceWatcher(ctx, kind, watching),
 		ownStatus: newOwnStatus(desired.SameSyncOutcome), serves: form.serves, door: shared}
 	return form, nil
+}
+
+// objectVerbs are what cmsync does with the objects of an enabled kind: it watches and
+// reads sources and replicas, and writes replicas.
+var objectVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+
+// checkGrants asks the API server whether cmsync may do every one of objectVerbs on
+// resource where it serves (every namespace, or each of scope's), and says what it
+// may not. Without them the kind's replica store would never list, and no controller
+// would start: a start that says what is missing is better than one that stops after
+// the caches' timeout.
+func checkGrants(ctx context.Context, reviews authorizationclient.SelfSubjectAccessReviewInterface, resource schema.GroupVersionResource,
+	scope []string,
+) error {
+	namespaces := scope
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	for _, ns := range namespaces {
+		for _, verb := range objectVerbs {
+			review, err := reviews.Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: resource.Group, Resource: resource.Resource},
+			}}, metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("--object-kinds: asking whether cmsync may %s %s: %w", verb, resource.GroupResource(), err)
+			}
+			if !review.Status.Allowed {
+				where := "in every namespace"
+				if ns != metav1.NamespaceAll {
+					where = "in namespace " + ns
+				}
+				return fmt.Errorf("--object-kinds: cmsync may not %s %s %s: grant it %v on every kind it copies (the chart's objectSync.kinds does)",
+					verb, resource.GroupResource(), where, objectVerbs)
+			}
+		}
+	}
+	return nil
 }

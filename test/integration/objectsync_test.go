@@ -21,10 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
+	"github.com/cmsync/cmsync/internal/testsupport/controlplane"
 	"github.com/cmsync/cmsync/replicator"
 )
 
@@ -541,4 +543,40 @@ func TestObjectSyncInScopedMode(t *testing.T) {
 	if n := c.WritesIn("POST", out); n != 0 {
 		t.Errorf("%d creates in %s, outside the scope", n, out)
 	}
+}
+
+// An enabled kind cmsync may not read and write where it serves stops the start,
+// naming what is missing, instead of a replica store that never lists.
+func TestObjectKindsWithoutTheirGrantsStopTheStart(t *testing.T) {
+	user := "cmsync-objects-" + randomSuffix()
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	kinds := withObjectKinds(t, "networking.k8s.io/v1/NetworkPolicy")
+	setUp := func() error {
+		_, _, err := setupWith(t, &controlplane.Env{Config: cfg}, func(o *replicator.Options) { kinds(o) })
+		return err
+	}
+	if err := setUp(); err == nil || !strings.Contains(err.Error(), "--object-kinds: cmsync may not get networkpolicies.networking.k8s.io in every namespace") {
+		t.Fatalf("without grants: %v", err)
+	}
+
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}}},
+	}
+	must(t, k8s.Create(context.Background(), role))
+	must(t, k8s.Create(context.Background(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: user},
+	}))
+	eventually(t, timeout, "the start names the one verb missing", func() error {
+		if err := setUp(); err == nil || !strings.Contains(err.Error(), "may not delete networkpolicies.networking.k8s.io") {
+			return fmt.Errorf("without delete: %v", err)
+		}
+		return nil
+	})
+	update(t, role, func(r *rbacv1.ClusterRole) { r.Rules[0].Verbs = append(r.Rules[0].Verbs, "delete") })
+	eventually(t, timeout, "the start with every grant", setUp)
 }
