@@ -14,7 +14,7 @@ import (
 const DefaultMaxReplicatedBytes = 1 << 30
 
 // Size is the bytes cmsync writes into each replica: its name, the keys and values of
-// its content (and a Secret's type), and every label and annotation it carries — those
+// its content (and a Secret's type; an object's fields as JSON), and every label and annotation it carries — those
 // copied from the source as much as cmsync's markers. Metadata counts like data: a
 // source with no data and a 250 KB annotation writes 250 KB into every target.
 func (t Template[T]) Size() int64 {
@@ -30,6 +30,9 @@ func (t Template[T]) Size() int64 {
 	}
 	for k, v := range t.content.Binary {
 		n += int64(len(k) + len(v))
+	}
+	if t.content.Fields != nil {
+		n += int64(len(fieldsJSON(t.content.Fields)))
 	}
 	return n
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // contentHash is the value of the content-hash label of a replica holding c: a
-// SHA-256 of every part of the content, each written with its length so that no two
+// SHA-256 of every part of the content (an object's fields in JSON), each written with its length so that no two
 // contents write the same bytes, cut to 40 hex characters like the source-id label
 // (a label value holds at most 63). A Secret's hash sits only on its replica, where
 // whoever may read the label may read the value itself.
@@ -24,6 +24,12 @@ func contentHash(c Content) string {
 	field(h, immutable)
 	hashMap(h, "text", c.Text)
 	hashMap(h, "binary", c.Binary)
+	// Only an object's content has fields: a ConfigMap's or Secret's hash is as it was
+	// before objects were copied, so their replicas' labels stay true.
+	if c.Fields != nil {
+		field(h, "fields")
+		field(h, fieldsJSON(c.Fields))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:40]
 }
 

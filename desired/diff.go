@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
@@ -17,8 +18,9 @@ import (
 type Diff struct {
 	// Content: a value, the set of keys, the type or the immutable flag differs.
 	Content bool
-	// Recreate: the content cannot change in place (the replica is immutable, or of
-	// another type): the replica must be deleted and created anew.
+	// Recreate: the content cannot change in place (the replica is immutable, of
+	// another type, or differs in a field the API server will not change, such as a
+	// RoleBinding's roleRef): the replica must be deleted and created anew.
 	Recreate bool
 	// Metadata: a desired label or annotation is missing or has another value.
 	Metadata bool
@@ -26,6 +28,13 @@ type Diff struct {
 	// the source does not have, and labels and annotations cmsync wrote that it no
 	// longer wants. Labels and annotations others added to the replica are theirs.
 	StaleLabels, StaleAnnotations, StaleText, StaleBinary []string
+	// StaleFields are the fields of an object (ObjectKind) that cmsync wrote and the
+	// source no longer sets: a write removes them. They cause no write of their own: a
+	// source that changed changes the content-hash label, which does.
+	StaleFields []FieldPath
+	// kept is the content an update writes over an object that others wrote fields
+	// into: theirs kept, the stale ones removed, the source's set; nil: the source's.
+	kept map[string]any
 }
 
 // InSync reports whether the replica needs no write.
@@ -39,7 +48,7 @@ func (t Template[T]) Diff(have T) Diff {
 	actual := t.kind.Content(have)
 	own := OwnershipOf(t.kind, have)
 	d := t.metadataDiff(have, own)
-	d.Content = !SameContent(t.content, actual)
+	d.Content = !holdsContent(actual, t.content)
 	if _, hashed := have.GetLabels()[v1alpha1.ContentHashLabel]; !hashed && !d.Content {
 		// A replica of a release before the content-hash label, in sync: writing the
 		// label alone would write every replica of an upgraded cluster once, a write
@@ -47,9 +56,13 @@ func (t Template[T]) Diff(have T) Diff {
 		// content; until then a pass reads it whole (DiffMetadata cannot tell).
 		d.Metadata = !containsAll(have.GetLabels(), t.labelsBut(v1alpha1.ContentHashLabel)) || !containsAll(have.GetAnnotations(), t.annotations)
 	}
-	d.Recreate = d.Content && ptr.Deref(actual.Immutable, false) || t.content.Type != actual.Type
+	d.Recreate = d.Content && (ptr.Deref(actual.Immutable, false) || changesImmutableField(t.kind, actual, t.content)) || t.content.Type != actual.Type
 	d.StaleText = missingFrom(t.content.Text, sets.KeySet(actual.Text))
 	d.StaleBinary = missingFrom(t.content.Binary, sets.KeySet(actual.Binary))
+	if t.content.Fields != nil {
+		d.StaleFields = staleFieldPaths(own.fields, t.content.Fields)
+		d.kept = overlay(withoutPaths(actual.Fields, d.StaleFields), t.content.Fields)
+	}
 	return d
 }
 
@@ -57,8 +70,9 @@ func (t Template[T]) Diff(have T) Diff {
 // whether the metadata could tell. It can when nobody but cmsync wrote the replica's
 // content and cmsync owns its content-hash label: then the replica's content keys are
 // the ones cmsync owns, and its content is the one the label hashes. It cannot tell
-// how the content differs when the replica's immutable flag or type may stand in the
-// way of an update in place, which only the whole replica shows.
+// how the content differs when the replica's immutable flag, type or immutable fields (a
+// RoleBinding's roleRef) may stand in the way of an update in place, which only the whole
+// replica shows.
 //
 // What this judgement rests on: the content-hash label and the field manager named
 // cmsync are written by cmsync's ServiceAccount alone. Any client could write either,
@@ -78,11 +92,14 @@ func (t Template[T]) DiffMetadata(have metav1.Object) (d Diff, known bool) {
 	d.Content = have.GetLabels()[v1alpha1.ContentHashLabel] != t.contentHash ||
 		!own.Text.Equal(sets.KeySet(t.content.Text)) || !own.Binary.Equal(sets.KeySet(t.content.Binary)) ||
 		own.Immutable != (t.content.Immutable != nil) || own.Type != (t.content.Type != "")
-	if d.Content && (own.Immutable || own.Type) {
+	if d.Content && (own.Immutable || own.Type || len(immutableFieldsOf(t.kind)) > 0) {
 		return Diff{}, false
 	}
 	d.StaleText = missingFrom(t.content.Text, own.Text)
 	d.StaleBinary = missingFrom(t.content.Binary, own.Binary)
+	if t.content.Fields != nil {
+		d.StaleFields = staleFieldPaths(own.fields, t.content.Fields)
+	}
 	return d, true
 }
 
@@ -138,7 +155,11 @@ func (t Template[T]) Replacement(have *metav1.PartialObjectMetadata, d Diff) T {
 	meta.Labels = mergedMetadata(have.Labels, t.labels, d.StaleLabels)
 	meta.Annotations = mergedMetadata(have.Annotations, t.annotations, d.StaleAnnotations)
 	out := t.kind.WithMeta(meta)
-	t.kind.SetContent(out, t.contentCopy())
+	content := t.contentCopy()
+	if d.kept != nil {
+		content.Fields = runtime.DeepCopyJSON(d.kept)
+	}
+	t.kind.SetContent(out, content)
 	return out
 }
 
@@ -177,6 +198,10 @@ func (t Template[T]) UpdatePatch(uid types.UID, d Diff) ([]byte, error) {
 	if t.content.Immutable != nil {
 		patch["immutable"] = *t.content.Immutable
 	}
+	for k, v := range runtime.DeepCopyJSON(t.content.Fields) {
+		patch[k] = v
+	}
+	nullsAt(patch, d.StaleFields)
 	return json.Marshal(patch)
 }
 

@@ -42,6 +42,10 @@ type Content struct {
 	Text map[string]string
 	// Binary is a ConfigMap's binaryData.
 	Binary map[string][]byte
+	// Fields are the top-level fields of an object of a kind cmsync knows only at run
+	// time (ObjectKind): every one but apiVersion, kind, metadata and status. Nil for
+	// ConfigMaps and Secrets.
+	Fields map[string]any
 }
 
 // Kind is what the code shared by every kind must know about one of them: how to read
@@ -184,15 +188,25 @@ func (SecretKind) WithMeta(meta metav1.ObjectMeta) *corev1.Secret {
 // source's.
 func SameContent(a, b Content) bool {
 	return a.Type == b.Type && ptr.Deref(a.Immutable, false) == ptr.Deref(b.Immutable, false) &&
-		maps.Equal(a.Text, b.Text) && maps.EqualFunc(a.Binary, b.Binary, bytes.Equal)
+		maps.Equal(a.Text, b.Text) && maps.EqualFunc(a.Binary, b.Binary, bytes.Equal) &&
+		(a.Fields == nil) == (b.Fields == nil) && fieldsHold(a.Fields, b.Fields) && fieldsHold(b.Fields, a.Fields)
+}
+
+// holdsContent reports whether have, a replica's content, holds want, its source's:
+// the same type, immutable flag and keys with the same values, and every field want
+// sets with want's value. Fields have holds beyond want's (the API server's defaults,
+// another writer's) do not count.
+func holdsContent(have, want Content) bool {
+	return have.Type == want.Type && ptr.Deref(have.Immutable, false) == ptr.Deref(want.Immutable, false) &&
+		maps.Equal(have.Text, want.Text) && maps.EqualFunc(have.Binary, want.Binary, bytes.Equal) &&
+		fieldsHold(have.Fields, want.Fields)
 }
 
 // NewMetadata returns an empty object of kind as metadata only: the form in which the
-// replica store holds replicas and cmsync reads them when it needs no content. Every
-// kind cmsync replicates is in the core API group.
+// replica store holds replicas and cmsync reads them when it needs no content.
 func NewMetadata[T Object](kind Kind[T]) *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind.Name()))
+	obj.SetGroupVersionKind(GroupVersionKindOf(kind))
 	return obj
 }
 
@@ -200,6 +214,7 @@ func NewMetadata[T Object](kind Kind[T]) *metav1.PartialObjectMetadata {
 // sources.
 func NewMetadataList[T Object](kind Kind[T]) *metav1.PartialObjectMetadataList {
 	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind.Name() + "List"))
+	gvk := GroupVersionKindOf(kind)
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	return list
 }

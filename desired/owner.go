@@ -166,5 +166,5 @@ func syncReference(obj metav1.Object) *metav1.OwnerReference {
 var syncAPIVersion = v1alpha1.GroupVersion.String()
 
 func isSyncKind(kind string) bool {
-	return kind == v1alpha1.ConfigMapSyncKind || kind == v1alpha1.SecretSyncKind
+	return kind == v1alpha1.ConfigMapSyncKind || kind == v1alpha1.SecretSyncKind || kind == v1alpha1.ObjectSyncKind
 }

@@ -27,23 +27,53 @@ type Ownership struct {
 	// OthersWroteContent: another manager owns a content field, so the metadata cannot
 	// tell what the content is.
 	OthersWroteContent bool
+	// fields are the content fields cmsync owns, of a kind whose content is its
+	// top-level fields (ObjectKind); nil for other kinds.
+	fields *fieldpath.Set
 	// reduced is this ownership as managedFields (ReducedManagedFields), built once
 	// with it.
 	reduced []metav1.ManagedFieldsEntry
 }
 
-// contentFields names a kind's content fields in managedFields.
-type contentFields struct{ text, binary string }
+// contentFields names a kind's content fields in managedFields: its data-like fields,
+// or, for a kind whose content is its top-level fields (every), all of those.
+type contentFields struct {
+	text, binary string
+	every        bool
+}
 
 func contentFieldsOf[T Object](kind Kind[T]) contentFields {
 	text, binary := kind.PatchFields()
-	return contentFields{text: text, binary: binary}
+	return contentFields{text: text, binary: binary, every: contentIsFields(kind)}
 }
 
 // isContent reports whether a top-level field holds content. A Secret's stringData
 // is write-only, but an update that wrote it is recorded under it.
 func (f contentFields) isContent(name string) bool {
+	if f.every {
+		return name != "" && !notContent[name]
+	}
 	return name == "immutable" || name == "type" || name == "stringData" || name != "" && (name == f.text || name == f.binary)
+}
+
+// someContent names one content field: the reduced entry of the other managers says
+// they own it.
+func (f contentFields) someContent() string {
+	if f.every {
+		return "spec"
+	}
+	return f.binary
+}
+
+// contentPaths are the paths of set inside a top-level content field.
+func (f contentFields) contentPaths(set *fieldpath.Set) *fieldpath.Set {
+	out := &fieldpath.Set{}
+	set.Iterate(func(p fieldpath.Path) {
+		if len(p) > 0 && p[0].FieldName != nil && f.isContent(*p[0].FieldName) {
+			out.Insert(p.Copy())
+		}
+	})
+	return out
 }
 
 // OwnershipOf reads obj's managedFields as Ownership for a replica of kind.
@@ -57,6 +87,9 @@ func OwnershipOf[T Object](kind Kind[T], obj metav1.Object) Ownership {
 	// hundred bytes): this runs for every cached event and every comparison.
 	var buf [1024]byte
 	raw := append(append(append(append(buf[:0], fields.text...), 0), fields.binary...), 0)
+	if fields.every {
+		raw = append(raw, 1, 0)
+	}
 	for _, entry := range entries {
 		if entry.FieldsV1 == nil {
 			continue
@@ -133,6 +166,9 @@ func parseOwnership(fields contentFields, entries []metav1.ManagedFieldsEntry) O
 		insertFieldNames(own.Binary, set.WithPrefix(fieldpath.FieldNameElement(fields.binary)))
 		own.Immutable = own.Immutable || hasField(set, "immutable")
 		own.Type = own.Type || hasField(set, "type")
+		if fields.every {
+			own.fields = fields.contentPaths(set).Union(orEmpty(own.fields))
+		}
 	}
 	return own
 }
@@ -207,7 +243,7 @@ func reducedEntries(own Ownership, fields contentFields) []metav1.ManagedFieldsE
 	if own.OthersWroteContent {
 		// Which content field another manager owns does not matter: any makes the
 		// content unknown from metadata.
-		entries = append(entries, entryOf(othersManager, fieldpath.NewSet(fieldpath.MakePathOrDie(fields.binary))))
+		entries = append(entries, entryOf(othersManager, fieldpath.NewSet(fieldpath.MakePathOrDie(fields.someContent()))))
 	}
 	return entries
 }
@@ -231,6 +267,9 @@ func ownedFieldSet(own Ownership, fields contentFields) *fieldpath.Set {
 	if own.Type {
 		set.Insert(fieldpath.MakePathOrDie("type"))
 	}
+	if own.fields != nil {
+		set = set.Union(own.fields)
+	}
 	return set
 }
 
@@ -244,4 +283,11 @@ func entryOf(manager string, set *fieldpath.Set) metav1.ManagedFieldsEntry {
 		FieldsType: "FieldsV1",
 		FieldsV1:   metav1.NewFieldsV1(string(raw)),
 	}
+}
+
+func orEmpty(set *fieldpath.Set) *fieldpath.Set {
+	if set == nil {
+		return &fieldpath.Set{}
+	}
+	return set
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -103,6 +104,9 @@ func (t Template[T]) In(namespace string) T {
 func (t Template[T]) contentCopy() Content {
 	c := t.content
 	c.Text, c.Binary = maps.Clone(c.Text), maps.Clone(c.Binary)
+	if c.Fields != nil {
+		c.Fields = runtime.DeepCopyJSON(c.Fields)
+	}
 	if c.Immutable != nil {
 		c.Immutable = ptr.To(*c.Immutable)
 	}

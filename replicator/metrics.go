@@ -111,23 +111,29 @@ func (m *sourceMetrics) set(owner desired.Owner, counts *sourceCounts) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := owner.Key()
-	previous := m.bySource[key]
-	total := m.byKind[owner.Kind].minus(previous.replicaCounts)
-	notSynced := m.notSyncedByKind[owner.Kind]
-	if previous.reason != "" {
-		notSynced[previous.reason]--
+	if previous, ok := m.bySource[key]; ok {
+		// Its last counts leave the total of the kind they were counted in: an
+		// ObjectSync may have named another kind then.
+		m.byKind[previous.kind] = m.byKind[previous.kind].minus(previous.replicaCounts)
+		if previous.reason != "" {
+			m.notSyncedByKind[previous.kind][previous.reason]--
+		}
+		delete(m.bySource, key)
+		m.publish(previous.kind)
 	}
 	if counts == nil {
-		delete(m.bySource, key)
-	} else {
-		counts.kind = owner.Kind
-		total = total.plus(counts.replicaCounts)
-		m.bySource[key] = *counts
-		if counts.reason != "" {
-			notSynced[counts.reason]++
-		}
+		return
 	}
-	m.byKind[owner.Kind] = total
+	if m.notSyncedByKind[owner.Kind] == nil {
+		// A kind first met here: an ObjectSync may name any kind, enabled or not.
+		m.notSyncedByKind[owner.Kind] = map[string]int{}
+	}
+	counts.kind = owner.Kind
+	m.bySource[key] = *counts
+	m.byKind[owner.Kind] = m.byKind[owner.Kind].plus(counts.replicaCounts)
+	if counts.reason != "" {
+		m.notSyncedByKind[owner.Kind][counts.reason]++
+	}
 	m.publish(owner.Kind)
 }
 

@@ -38,3 +38,28 @@ func TestSourcesNotSyncedFollowEachSource(t *testing.T) {
 	m.ForgetSource(b)
 	expect("the other gone", 0, 0, 0, 1)
 }
+
+// An ObjectSync that names another kind moves its counts to that kind's series, and a
+// kind first met (one an ObjectSync names without it being enabled) gets series of its
+// own.
+func TestAnObjectSyncsCountsFollowItsKind(t *testing.T) {
+	m := newMetrics(prometheus.NewRegistry(), "ConfigMap", "NetworkPolicy")
+	sync := &v1alpha1.ObjectSync{Spec: v1alpha1.ObjectSyncSpec{Source: v1alpha1.ObjectSource{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}}}
+	sync.UID = "uid"
+	m.RecordSource(desired.SyncOwner(sync), desired.Summary{State: v1alpha1.StatusSynced, Targets: 3, Synced: 3})
+	sync.Spec.Source = v1alpha1.ObjectSource{APIVersion: "v1", Kind: "LimitRange"}
+	m.RecordProblem(desired.SyncOwner(sync), v1alpha1.ReasonInvalid)
+	for kind, want := range map[string][2]float64{"NetworkPolicy": {0, 0}, "LimitRange": {1, 1}} {
+		got := [2]float64{testutil.ToFloat64(m.sources.WithLabelValues(kind)), testutil.ToFloat64(m.notSynced.WithLabelValues(kind, v1alpha1.ReasonInvalid))}
+		if got != want {
+			t.Errorf("%s: sources, invalid = %v, want %v", kind, got, want)
+		}
+	}
+	if synced := testutil.ToFloat64(m.replicas.WithLabelValues("NetworkPolicy", "synced")); synced != 0 {
+		t.Errorf("NetworkPolicy replicas synced = %v, want 0", synced)
+	}
+	m.ForgetSource(desired.SyncOwner(sync))
+	if n := testutil.ToFloat64(m.sources.WithLabelValues("LimitRange")); n != 0 {
+		t.Errorf("LimitRange sources after the ObjectSync was deleted = %v", n)
+	}
+}

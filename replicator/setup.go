@@ -38,6 +38,9 @@ type Options struct {
 	// SecretSync runs the SecretSync controller, as ConfigMapSync says for its own,
 	// when Secrets is on. Empty, either is "auto".
 	SecretSync string
+	// ObjectKinds are the kinds an ObjectSync may copy (--object-kinds). Empty: the
+	// ObjectSync controller does not run, and cmsync makes no request about them.
+	ObjectKinds []schema.GroupVersionKind
 }
 
 // Served is what Setup set up, as the process running mgr needs to know it.
@@ -113,6 +116,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (Served, error) {
 	} else if o.SecretSync != SyncDisabled {
 		log.FromContext(ctx).Info("the SecretSync controller is off: Secrets are disabled (--secrets=disabled); SecretSyncs are left as they are")
 	}
+	objectReplicas, err := setupObjectSync(ctx, mgr, o, metrics, &served)
+	if err != nil {
+		return Served{}, err
+	}
+	caches = append(caches, objectReplicas...)
 	served.CachesSynced = allSynced(caches...)
 	return served, nil
 }
@@ -121,6 +129,35 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (Served, error) {
 // mgr, and returns the door their passes go through, which the controller of the
 // explicit kind shares.
 func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Options, kind desired.Kind[T], name string, metrics *sourceMetrics) (
+	door[T], *replicastore.Store[T], error,
+) {
+	shared, replicas, err := newDoor(ctx, mgr, o, kind, metrics)
+	if err != nil {
+		return door[T]{}, nil, err
+	}
+	// The sources' informer, made before the cache starts: it then starts with the
+	// cache, and in scoped mode its informers of every namespace list together. Made
+	// by the controller's watch after the start, each would list in turn, the watch
+	// waiting for one before it made the next (at 1,000 namespaces, 100 s).
+	if _, err := mgr.GetCache().GetInformer(ctx, desired.NewMetadata(kind)); err != nil {
+		return door[T]{}, nil, fmt.Errorf("creating the %s source informer: %w", kind.Name(), err)
+	}
+	former := newFormerSources(kind, mgr.GetAPIReader(), allSynced(replicas, mgr.GetCache()), o.Policy.Scope)
+	if err := mgr.Add(former); err != nil {
+		return door[T]{}, nil, fmt.Errorf("adding the %s former-source sweep: %w", kind.Name(), err)
+	}
+	sources := &sourceForm[T]{kind: kind, name: name, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
+		contents:  newSourceContents(kind, mgr.GetAPIReader(), defaultSourceContentBytes),
+		ownStatus: newOwnStatus(func(a, b desired.SourceStatus) bool { return a == b }), door: shared}
+	if err := sources.SetupWithManager(mgr, replicas, former.Events(), o.Controller); err != nil {
+		return door[T]{}, nil, fmt.Errorf("setting up the %s source controller: %w", kind.Name(), err)
+	}
+	return shared, replicas, nil
+}
+
+// newDoor adds kind's replica store to mgr, and returns it with the door that writes
+// through it: what every form of the kind shares.
+func newDoor[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Options, kind desired.Kind[T], metrics *sourceMetrics) (
 	door[T], *replicastore.Store[T], error,
 ) {
 	replicas, err := replicastore.New(ctx, replicastore.Config{
@@ -138,34 +175,16 @@ func setupKind[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Option
 	if err != nil {
 		return door[T]{}, nil, err
 	}
-	// The sources' informer, made before the cache starts: it then starts with the
-	// cache, and in scoped mode its informers of every namespace list together. Made
-	// by the controller's watch after the start, each would list in turn, the watch
-	// waiting for one before it made the next (at 1,000 namespaces, 100 s).
-	if _, err := mgr.GetCache().GetInformer(ctx, desired.NewMetadata(kind)); err != nil {
-		return door[T]{}, nil, fmt.Errorf("creating the %s source informer: %w", kind.Name(), err)
-	}
 	engine := NewEngine(kind, replicas, o.Writers)
 	engine.policy = o.Policy
-	shared := door[T]{
+	return door[T]{
 		engine:          engine,
 		policy:          o.Policy,
 		namespaces:      namespaces,
 		recorder:        mgr.GetEventRecorder(v1alpha1.FieldManager),
 		metrics:         metrics,
 		conflictRecheck: o.ConflictRecheck,
-	}
-	former := newFormerSources(kind, mgr.GetAPIReader(), allSynced(replicas, mgr.GetCache()), o.Policy.Scope)
-	if err := mgr.Add(former); err != nil {
-		return door[T]{}, nil, fmt.Errorf("adding the %s former-source sweep: %w", kind.Name(), err)
-	}
-	sources := &sourceForm[T]{kind: kind, name: name, client: mgr.GetClient(), apiReader: mgr.GetAPIReader(),
-		contents:  newSourceContents(kind, mgr.GetAPIReader(), defaultSourceContentBytes),
-		ownStatus: newOwnStatus(func(a, b desired.SourceStatus) bool { return a == b }), door: shared}
-	if err := sources.SetupWithManager(mgr, replicas, former.Events(), o.Controller); err != nil {
-		return door[T]{}, nil, fmt.Errorf("setting up the %s source controller: %w", kind.Name(), err)
-	}
-	return shared, replicas, nil
+	}, replicas, nil
 }
 
 // listed is a cache, or a replica store, that can tell when it has listed once.

@@ -41,6 +41,11 @@ type syncForm[T desired.Object] struct {
 	// ownStatus is what cmsync knows of its own status writes of each explicit object
 	// that the cache may not show yet.
 	ownStatus *ownStatus[v1alpha1.SyncStatus]
+	// serves says whether this form copies the source a spec names, and why not (a
+	// problem to report, or an error to retry), before anything of the source is
+	// read: an ObjectSync names its kind (objectForm). Nil: every spec of the
+	// explicit kind is this form's.
+	serves func(v1alpha1.SyncSpec) (*desired.Problem, error)
 	door[T]
 }
 
@@ -85,6 +90,11 @@ func (f *syncForm[T]) load(ctx context.Context, key types.NamespacedName) (subje
 // completes the intent with it. A problem means: report and change nothing; an error
 // means: retry. With a problem, the intent has its targets when they could be resolved.
 func (f *syncForm[T]) resolve(ctx context.Context, sync v1alpha1.Sync, s subject[T]) (desired.Intent[T], *desired.Problem, error) {
+	if f.serves != nil {
+		if problem, err := f.serves(sync.SyncSpec()); problem != nil || err != nil {
+			return desired.Intent[T]{}, problem, err
+		}
+	}
 	named := desired.Source[T]{Key: s.owner.Source, Sync: sync}
 	intent := desired.Resolve(f.engine.kind, named, s.namespaces, f.policy)
 	if intent.Invalid != nil {
@@ -223,11 +233,20 @@ func (f *syncForm[T]) retainSourceWatches(ctx context.Context) {
 	}
 	keep := sets.New[types.NamespacedName]()
 	for _, s := range syncs {
-		if s.GetDeletionTimestamp() == nil {
+		if s.GetDeletionTimestamp() == nil && f.copies(s.SyncSpec()) {
 			keep.Insert(s.SyncSpec().Source())
 		}
 	}
 	f.sources.Retain(keep)
+}
+
+// copies reports whether this form copies the source spec names (serves).
+func (f *syncForm[T]) copies(spec v1alpha1.SyncSpec) bool {
+	if f.serves == nil {
+		return true
+	}
+	problem, err := f.serves(spec)
+	return problem == nil && err == nil
 }
 
 // findSyncsForSource maps a source to the explicit objects naming it.

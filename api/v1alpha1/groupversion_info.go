@@ -22,7 +22,7 @@ var (
 
 // addKnownTypes registers the API's types; an API package depends on apimachinery only.
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &ConfigMapSync{}, &ConfigMapSyncList{}, &SecretSync{}, &SecretSyncList{})
+	scheme.AddKnownTypes(GroupVersion, &ConfigMapSync{}, &ConfigMapSyncList{}, &SecretSync{}, &SecretSyncList{}, &ObjectSync{}, &ObjectSyncList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

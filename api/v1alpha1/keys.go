@@ -116,9 +116,11 @@ func IsStatusAnnotation(key string) bool {
 
 // Names and condition vocabulary of the explicit kinds, ConfigMapSync and SecretSync.
 const (
-	// ConfigMapSyncKind and SecretSyncKind are the kinds of the explicit front door.
+	// ConfigMapSyncKind, SecretSyncKind and ObjectSyncKind are the kinds of the
+	// explicit front door.
 	ConfigMapSyncKind = "ConfigMapSync"
 	SecretSyncKind    = "SecretSync"
+	ObjectSyncKind    = "ObjectSync"
 
 	// CleanupFinalizer keeps a ConfigMapSync or SecretSync until its replicas are
 	// deleted, so deletion works also where no garbage collector honours owner

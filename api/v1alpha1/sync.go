@@ -31,8 +31,10 @@ type SyncList interface {
 // +kubebuilder:object:generate=false
 type SyncSpec struct {
 	// Kind is the explicit kind ("ConfigMapSync"); SourceKind the kind it copies
-	// ("ConfigMap").
+	// ("ConfigMap"), and SourceAPIVersion that kind's group and version (an
+	// ObjectSync's; "" for the core kinds of ConfigMapSync and SecretSync).
 	Kind, SourceKind string
+	SourceAPIVersion string
 	SourceNamespace  string
 	SourceName       string
 	ReplicaSpec

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/internal/policyflags"
 	"github.com/cmsync/cmsync/replicator"
 )
@@ -27,6 +28,7 @@ type Options struct {
 	configMapSync           string
 	secrets                 string
 	secretSync              string
+	objectKinds             string
 	leaderElect             bool
 	leaderElectionNamespace string
 	leaseDuration           time.Duration
@@ -55,6 +57,9 @@ func BindFlags(fs *flag.FlagSet) *Options {
 		"Replicate labelled Secrets too: enabled or disabled (no request about Secrets at all).")
 	fs.StringVar(&o.secretSync, "secretsync", "auto",
 		"Run the SecretSync controller (with --secrets=enabled): auto (when its CRD is installed), enabled or disabled.")
+	fs.StringVar(&o.objectKinds, "object-kinds", "",
+		"Kinds an ObjectSync may copy: a comma list of group/version/Kind, core kinds as v1/Kind (networking.k8s.io/v1/NetworkPolicy,v1/LimitRange). "+
+			"Empty (the default): ObjectSync is off, and cmsync makes no request about any such kind.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false,
 		"Elect a leader so that only one of several controller processes writes.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "",
@@ -98,6 +103,10 @@ func (o Options) replicatorOptions() (replicator.Options, error) {
 	if o.secrets != "enabled" && o.secrets != "disabled" {
 		return replicator.Options{}, fmt.Errorf("--secrets=%q: must be enabled or disabled", o.secrets)
 	}
+	objectKinds, err := desired.ParseObjectKinds(o.objectKinds)
+	if err != nil {
+		return replicator.Options{}, err
+	}
 	return replicator.Options{
 		Policy:          policy,
 		Writers:         writersPerSource,
@@ -107,6 +116,7 @@ func (o Options) replicatorOptions() (replicator.Options, error) {
 		ConfigMapSync:   o.configMapSync,
 		Secrets:         o.secrets == "enabled",
 		SecretSync:      o.secretSync,
+		ObjectKinds:     objectKinds,
 	}, nil
 }
 

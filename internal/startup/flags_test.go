@@ -112,3 +112,33 @@ func TestThePluginReadsTheFlagsAsTheControllerDoes(t *testing.T) {
 		}
 	}
 }
+
+// --object-kinds is parsed before cmsync connects: a malformed list stops the start
+// naming the flag and the entry; a good one reaches the controllers as kinds.
+func TestObjectKindsFlag(t *testing.T) {
+	for _, tc := range []struct{ arg, want string }{
+		{"--object-kinds=NetworkPolicy", `--object-kinds entry "NetworkPolicy": write group/version/Kind`},
+		{"--object-kinds=v1/ConfigMap", `--object-kinds entry "v1/ConfigMap": ConfigMaps are copied by`},
+		{"--object-kinds=networking.k8s.io/v1/networkpolicies", `kind "networkpolicies"`},
+	} {
+		fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
+		o := BindFlags(fs)
+		if err := fs.Parse([]string{tc.arg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := o.replicatorOptions(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.arg, err, tc.want)
+		}
+	}
+	for args, want := range map[string]int{"": 0, "--object-kinds=networking.k8s.io/v1/NetworkPolicy,v1/LimitRange": 2} {
+		fs := flag.NewFlagSet("cmsync", flag.ContinueOnError)
+		o := BindFlags(fs)
+		if err := fs.Parse(strings.Fields(args)); err != nil {
+			t.Fatal(err)
+		}
+		options, err := o.replicatorOptions()
+		if err != nil || len(options.ObjectKinds) != want {
+			t.Errorf("%q: %v kinds, %v; want %d", args, options.ObjectKinds, err, want)
+		}
+	}
+}

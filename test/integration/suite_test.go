@@ -87,8 +87,10 @@ type controllerUnderTest struct {
 	objectReads []string
 	// kindRequests are the method and path of every request about ConfigMaps or Secrets.
 	kindRequests []string
-	mu           sync.Mutex
-	paths        []string // the last write requests, to explain a failure
+	// requests are the method and path of every request.
+	requests []string
+	mu       sync.Mutex
+	paths    []string // the last write requests, to explain a failure
 	// written counts every write request, by method and path ("PATCH /apis/…/status").
 	written map[string]int
 	// trickle, once set, makes its replica watch hand over what the API server sends
@@ -99,6 +101,8 @@ type controllerUnderTest struct {
 	done    chan struct{}
 	// Metrics is the registry holding the controller's cmsync_* metrics.
 	Metrics *prometheus.Registry
+	// Served is what replicator.Setup said it set up.
+	Served replicator.Served
 	// refused, when set, picks the requests the controller's API server answers with
 	// 403 Forbidden, as it does those RBAC does not allow.
 	refused atomic.Pointer[func(*http.Request) bool]
@@ -188,6 +192,20 @@ func (c *controllerUnderTest) KindRequests() []string {
 	return slices.Clone(c.kindRequests)
 }
 
+// RequestsAbout returns the method and path of every request the controller has made
+// about the resource (a path segment: "limitranges").
+func (c *controllerUnderTest) RequestsAbout(resource string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var about []string
+	for _, r := range c.requests {
+		if slices.Contains(strings.Split(r, "/"), resource) {
+			about = append(about, r)
+		}
+	}
+	return about
+}
+
 // Writes returns how many write requests the controller has made.
 func (c *controllerUnderTest) Writes() int64 { return c.writes.Load() }
 
@@ -241,6 +259,9 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 			if strings.Contains(req.URL.Path, "/secrets") {
 				c.secretRequests.Add(1)
 			}
+			c.mu.Lock()
+			c.requests = append(c.requests, req.Method+" "+req.URL.Path)
+			c.mu.Unlock()
 			if segments := strings.Split(req.URL.Path, "/"); slices.Contains(segments, "configmaps") || slices.Contains(segments, "secrets") {
 				c.mu.Lock()
 				c.kindRequests = append(c.kindRequests, req.Method+" "+req.URL.Path)
@@ -298,7 +319,7 @@ func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOp
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	if _, err := replicator.Setup(ctx, mgr, o); err != nil {
+	if c.Served, err = replicator.Setup(ctx, mgr, o); err != nil {
 		t.Fatalf("setting up controller: %v", err)
 	}
 	go func() {

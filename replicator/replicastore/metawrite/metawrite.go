@@ -1,5 +1,6 @@
-// Package metawrite creates and replaces whole objects of built-in kinds and returns
-// only their metadata, read back from the API server's answer in whichever form costs
+// Package metawrite creates and replaces whole objects of built-in kinds (and, sent as
+// JSON, unstructured objects of kinds known only at run time) and returns only their
+// metadata, read back from the API server's answer in whichever form costs
 // least for the object's size; it also deletes them, reading no more of the answer
 // than client-go must.
 //
@@ -19,6 +20,7 @@ package metawrite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -163,7 +165,18 @@ func (c *Client) write(ctx context.Context, verb string, obj client.Object, name
 	if err != nil {
 		return nil, err
 	}
-	request := opts.setOn(c.rest.Verb(verb).AbsPath(segments...)).Body(obj)
+	request := opts.setOn(c.rest.Verb(verb).AbsPath(segments...))
+	if u, ok := obj.(runtime.Unstructured); ok {
+		// A kind known only at run time (an ObjectSync's) has no protobuf form: it is
+		// sent as JSON, and answered with its metadata (answersWithMetadata).
+		raw, err := json.Marshal(u.UnstructuredContent())
+		if err != nil {
+			return nil, err
+		}
+		request = request.Body(raw).SetHeader("Content-Type", runtime.ContentTypeJSON)
+	} else {
+		request = request.Body(obj)
+	}
 	if c.answersWithMetadata(obj) {
 		written := &metav1.PartialObjectMetadata{}
 		if err := request.SetHeader("Accept", metadataOnly).Do(ctx).Into(written); err != nil {
@@ -186,7 +199,9 @@ func (c *Client) write(ctx context.Context, verb string, obj client.Object, name
 }
 
 // answersWithMetadata says whether obj is large enough for a metadata-only answer:
-// its protobuf size, which every built-in kind knows, against metadataFrom.
+// its protobuf size, which every built-in kind knows, against metadataFrom. An object
+// without one (unstructured) is always answered with its metadata: the scheme cannot
+// decode it whole.
 func (c *Client) answersWithMetadata(obj client.Object) bool {
 	sized, ok := obj.(interface{ Size() int })
 	return !ok || sized.Size() >= c.metadataFrom
