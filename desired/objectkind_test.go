@@ -46,7 +46,7 @@ var objectSyncOwner = Owner{
 
 // createdObjectByCmsync gives obj the managedFields the API server records when cmsync
 // creates it: its labels, annotations and spec, as one Update of cmsync's.
-func createdObjectByCmsync(t *testing.T, obj *unstructured.Unstructured) *unstructured.Unstructured {
+func createdObjectByCmsync(t testing.TB, obj *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	fields := map[string]any{
 		"f:metadata": map[string]any{"f:labels": fieldSet(obj.GetLabels()), "f:annotations": fieldSet(obj.GetAnnotations())},
@@ -357,5 +357,20 @@ func TestRoleBindingWithAnotherRoleRefIsRecreated(t *testing.T) {
 				t.Errorf("diff %+v, want recreate %v", d, tt.recreate)
 			}
 		})
+	}
+}
+
+// BenchmarkDiffMetadataObject measures the comparison a pass makes for each replica of
+// an object kind in sync, from the replica store's metadata.
+func BenchmarkDiffMetadataObject(b *testing.B) {
+	template := NewTemplate(networkPolicies, defaultDeny(), Shape{}, objectSyncOwner)
+	replica := createdObjectByCmsync(b, template.In("team-a"))
+	reduced := metaOf(replica)
+	reduced.ManagedFields = ReducedManagedFields(networkPolicies, replica)
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, known := template.DiffMetadata(reduced); !known || !d.InSync() {
+			b.Fatal("not in sync")
+		}
 	}
 }
