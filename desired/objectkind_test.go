@@ -45,12 +45,17 @@ var objectSyncOwner = Owner{
 }
 
 // createdObjectByCmsync gives obj the managedFields the API server records when cmsync
-// creates it: its labels, annotations and spec, as one Update of cmsync's.
+// creates it: its labels, annotations and content, as one Update of cmsync's.
 func createdObjectByCmsync(t testing.TB, obj *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	fields := map[string]any{
 		"f:metadata": map[string]any{"f:labels": fieldSet(obj.GetLabels()), "f:annotations": fieldSet(obj.GetAnnotations())},
-		"f:spec":     specFieldSet(obj.Object["spec"].(map[string]any)),
+	}
+	for k, v := range networkPolicies.Content(obj).Fields {
+		fields["f:"+k] = map[string]any{}
+		if m, ok := v.(map[string]any); ok {
+			fields["f:"+k] = specFieldSet(m)
+		}
 	}
 	raw, err := json.Marshal(fields)
 	if err != nil {
@@ -68,7 +73,7 @@ func fieldSet(m map[string]string) map[string]any {
 	return out
 }
 
-// specFieldSet owns each field of spec, maps down to their keys, lists whole.
+// specFieldSet owns each field of a map, maps down to their keys, lists whole.
 func specFieldSet(spec map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, v := range spec {
