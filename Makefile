@@ -193,7 +193,7 @@ test: tools-ahead vet test-unit fuzz-short test-integration lint lint-workflows 
 tools-ahead: ## Build the tools of make test's later steps in the background at the lowest CPU priority (its first step; at once on a warm machine).
 	@hack/tools-ahead.sh $(BIN)/tools-ahead.log "$$PPID"
 
-FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzTemplate FuzzParseKeys FuzzParseTargetName FuzzTenantBoundary FuzzWriteBudget FuzzParseObjectKinds
+FUZZ_TARGETS = FuzzParseTargetAnnotations FuzzParseStripMetadata FuzzParseSyncTargets FuzzTemplate FuzzParseKeys FuzzParseTargetName FuzzTenantBoundary FuzzWriteBudget FuzzParseObjectKinds FuzzObjectTemplate
 FUZZTIME ?= 2m
 
 .PHONY: fuzz

@@ -59,7 +59,8 @@ func (t Template[T]) Diff(have T) Diff {
 	d.Recreate = d.Content && (ptr.Deref(actual.Immutable, false) || changesImmutableField(t.kind, actual, t.content)) || t.content.Type != actual.Type
 	d.StaleText = missingFrom(t.content.Text, sets.KeySet(actual.Text))
 	d.StaleBinary = missingFrom(t.content.Binary, sets.KeySet(actual.Binary))
-	if t.content.Fields != nil {
+	if t.content.Fields != nil && !d.InSync() {
+		// Only a write needs them: a pass over replicas in sync builds nothing.
 		d.StaleFields = staleFieldPaths(own.fields, t.content.Fields)
 		d.kept = overlay(withoutPaths(actual.Fields, d.StaleFields), t.content.Fields)
 	}
@@ -97,7 +98,7 @@ func (t Template[T]) DiffMetadata(have metav1.Object) (d Diff, known bool) {
 	}
 	d.StaleText = missingFrom(t.content.Text, own.Text)
 	d.StaleBinary = missingFrom(t.content.Binary, own.Binary)
-	if t.content.Fields != nil {
+	if t.content.Fields != nil && !d.InSync() {
 		d.StaleFields = staleFieldPaths(own.fields, t.content.Fields)
 	}
 	return d, true

@@ -1,10 +1,12 @@
 package desired
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -113,6 +115,48 @@ func FuzzParseObjectKinds(f *testing.F) {
 			if err := (ObjectKinds{gvk: Namespaced}).CheckObjectKind(gvk.GroupVersion().String(), gvk.Kind); err != nil {
 				t.Fatalf("%q parsed as %v, which the check refuses: %v", value, gvk, err)
 			}
+		}
+	})
+}
+
+// FuzzObjectTemplate builds the replica of an object whose content is any JSON, and
+// of a changed source: the replica as built is in sync, and the update to the changed
+// source is a patch that holds it.
+func FuzzObjectTemplate(f *testing.F) {
+	f.Add(`{"spec":{"podSelector":{},"policyTypes":["Ingress"]}}`, `{"spec":{"podSelector":{"matchLabels":{"a":"b"}}}}`)
+	f.Add(`{"rules":[{"verbs":["get"]}],"x":1.5}`, `{"rules":null}`)
+	f.Add(`{"data":{"k":"v"},"status":{"a":1}}`, `{}`)
+	f.Fuzz(func(t *testing.T, before, after string) {
+		source := func(content string) *unstructured.Unstructured {
+			fields := map[string]any{}
+			if json.Unmarshal([]byte(content), &fields) != nil {
+				return nil
+			}
+			obj := defaultDeny()
+			networkPolicies.SetContent(obj, Content{Fields: fields})
+			return obj
+		}
+		old, changed := source(before), source(after)
+		if old == nil || changed == nil {
+			return
+		}
+		replica := NewTemplate(networkPolicies, old, Shape{}, objectSyncOwner).In("team-a")
+		createdObjectByCmsync(t, replica)
+		if d := NewTemplate(networkPolicies, old, Shape{}, objectSyncOwner).Diff(replica); !d.InSync() {
+			t.Fatalf("a replica differs from its own source: %+v", d)
+		}
+		template := NewTemplate(networkPolicies, changed, Shape{}, objectSyncOwner)
+		d := template.Diff(replica)
+		raw, err := template.UpdatePatch("uid", d)
+		if err != nil {
+			t.Fatalf("patch: %v", err)
+		}
+		var patch map[string]any
+		if err := json.Unmarshal(raw, &patch); err != nil {
+			t.Fatalf("the patch is no JSON object: %s", raw)
+		}
+		if !d.InSync() && !fieldsHold(networkPolicies.Content(template.Replacement(metaOf(replica), d)).Fields, template.content.Fields) {
+			t.Fatalf("the replacement does not hold the source: %+v", d)
 		}
 	})
 }

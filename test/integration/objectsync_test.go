@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -579,4 +580,40 @@ func TestObjectKindsWithoutTheirGrantsStopTheStart(t *testing.T) {
 	})
 	update(t, role, func(r *rbacv1.ClusterRole) { r.Rules[0].Verbs = append(r.Rules[0].Verbs, "delete") })
 	eventually(t, timeout, "the start with every grant", setUp)
+}
+
+// A field another writer owns never causes a write: a replica whose spec someone gave a
+// field the source does not set is in sync, and keeps that field when the source's
+// next change is written over it.
+func TestObjectSyncLeavesTheFieldsOthersWrote(t *testing.T) {
+	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+	src := defaultDenyPolicy(t, srcNS)
+	running := startController(t, withObjectKinds(t, policiesAndLimits))
+	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{Source: policySource(srcNS, src.Name), DestinationNamespace: dst})
+	replica := waitForPolicyReplicas(t, sync, src.Spec, dst)[dst]
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+
+	egress := []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Port: ptr(intstr.FromInt32(53))}}}}
+	update(t, replica, func(np *networkingv1.NetworkPolicy) { np.Spec.Egress = egress })
+	consistently(t, 4*time.Second, "their field left alone", func() error {
+		if n := running.WritesIn(http.MethodPut, dst) + running.WritesIn(http.MethodPatch, dst); n != 0 {
+			return fmt.Errorf("%d writes to the replica; last writes:\n%s", n, running.LastWrites())
+		}
+		return nil
+	})
+
+	update(t, src, func(np *networkingv1.NetworkPolicy) {
+		np.Spec.PodSelector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	})
+	eventually(t, timeout, "the source's change written, their field kept", func() error {
+		now := policyReplicas(t, sync)[dst]
+		if now == nil || now.Spec.PodSelector.MatchLabels["app"] != "web" {
+			return fmt.Errorf("replica %+v", now)
+		}
+		if len(now.Spec.Egress) != 1 || now.Spec.Egress[0].Ports[0].Port.IntValue() != 53 {
+			return fmt.Errorf("their egress rules: %+v", now.Spec.Egress)
+		}
+		return nil
+	})
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
 }
