@@ -81,7 +81,7 @@ func TestPluginForAUserOfOneNamespace(t *testing.T) {
 
 func newOneNamespace(t *testing.T) oneNamespace {
 	t.Helper()
-	w := oneNamespace{team: harness.NewNamespace(t, "team", nil), dev: harness.NewNamespace(t, "team-dev", nil), legacy: "legacy-" + randomSuffix()}
+	w := oneNamespace{team: harness.NewNamespace(t, "onens", nil), dev: harness.NewNamespace(t, "onens-dev", nil), legacy: "legacy-" + randomSuffix()}
 	harness.DeleteSourcesAtEnd(t, []string{w.team})
 	must(t, harness.K8s.Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.team, Name: "settings", Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
