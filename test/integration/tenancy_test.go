@@ -78,6 +78,9 @@ func TestTenantBoundaryIdleWritesNothing(t *testing.T) {
 	src := newSource(t, srcNS, "app", map[string]string{v1alpha1.TargetNamespacesAnnotation: mine + "," + other}, map[string]string{"k": "v"})
 	waitForReplicasIn(t, src, mine)
 	synced := waitForSynced(t, src, "1/1")
+	// The pass's Event follows its status write: counted from before it arrives, it
+	// would be taken for a write of the idle cluster.
+	waitForEvent(t, src, v1alpha1.ReasonSynced, "in sync")
 	// Counted, not named: the other tenant's namespace is beyond the source's reach.
 	if msg := synced.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "1 matched namespace is outside tenant") || strings.Contains(msg, other) {
 		t.Errorf("message %q", msg)
