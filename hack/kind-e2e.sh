@@ -218,8 +218,9 @@ if [ "$mode" = up ]; then
   exit 0
 fi
 
-# The plugin as the release ships it: plugin-dist's archive for this machine, unpacked.
-make -s plugin-dist VERSION=v0.0.0-kind-e2e PLUGIN_PLATFORMS=linux/amd64 BIN="$DIR/plugin" >&2
+# The plugin as the release ships it: plugin-dist's archives and manifest (every platform:
+# the manifest names them all), this machine's archive unpacked.
+make -s plugin-dist VERSION=v0.0.0-kind-e2e BIN="$DIR/plugin" >&2
 grep -q "sha256: $(sha256sum "$DIR"/plugin/dist/kubectl-cmsync_linux_amd64.tar.gz | cut -d' ' -f1)" "$DIR"/plugin/dist/cmsync.yaml
 mkdir -p "$DIR"/plugin/unpacked && tar -C "$DIR"/plugin/unpacked -xzf "$DIR"/plugin/dist/kubectl-cmsync_linux_amd64.tar.gz
 CMSYNC_E2E_EXISTING_CLUSTER=1 CMSYNC_PLUGIN="$DIR/plugin/unpacked/kubectl-cmsync" HELM="$HELM" go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v
