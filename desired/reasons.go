@@ -1,10 +1,6 @@
 package desired
 
-import (
-	"slices"
-
-	"github.com/cmsync/cmsync/api/v1alpha1"
-)
+import "github.com/cmsync/cmsync/api/v1alpha1"
 
 // Given names a place where cmsync gives reasons.
 type Given uint8
@@ -55,11 +51,6 @@ func ReasonsGiven(where Given) []string {
 		}
 	}
 	return names
-}
-
-// IsGiven reports whether the table gives reason at where.
-func IsGiven(reason string, where Given) bool {
-	return slices.Contains(ReasonsGiven(where), reason)
 }
 
 // Problem is why an owner cannot be acted on: nothing is created because of it, and its

@@ -103,16 +103,16 @@ const (
 	ReasonFailed   = "Failed"
 )
 
+// statusAnnotations are the status annotations cmsync writes on a source: an array, so
+// that no caller can change them.
+var statusAnnotations = [...]string{StatusAnnotation, SyncedAnnotation, MessageAnnotation, LastSyncTimeAnnotation}
+
 // StatusAnnotations are the status annotations cmsync writes on a source.
-func StatusAnnotations() []string {
-	return []string{StatusAnnotation, SyncedAnnotation, MessageAnnotation, LastSyncTimeAnnotation}
-}
+func StatusAnnotations() []string { return slices.Clone(statusAnnotations[:]) }
 
 // IsStatusAnnotation reports whether key is one of the status annotations cmsync writes
-// on a source.
-func IsStatusAnnotation(key string) bool {
-	return slices.Contains(StatusAnnotations(), key)
-}
+// on a source (it allocates nothing: diffs call it for every stale annotation).
+func IsStatusAnnotation(key string) bool { return slices.Contains(statusAnnotations[:], key) }
 
 // Names and condition vocabulary of the explicit kinds, ConfigMapSync and SecretSync.
 const (
