@@ -2,8 +2,9 @@
 # kind-e2e.sh test|up — the chart's Pods on a real kind cluster, installed as users
 # install: ko's image and the OCI chart pushed to a registry, signed, verified, pulled
 # by the cluster. "test" runs the in-cluster suites against it (the e2e suite with a
-# Pod on each node mounting replicas, an upgrade from the first release, then make
-# install from this checkout over it, scoped mode, a tampered image) and deletes
+# Pod on each node mounting replicas and a replicated default-deny NetworkPolicy between
+# two Pods, an upgrade from the first release, then make install from this checkout
+# over it with ObjectSync copying NetworkPolicies, scoped mode, a tampered image) and deletes
 # everything; "up" installs with make install, as docs/install.md says, and keeps the
 # cluster until Ctrl-C.
 #
@@ -103,14 +104,27 @@ REGISTRY_CMD="$DIR/registry-cmd"
 log "the cluster (${KIND_NODES} kind nodes, image ${KIND_IMAGE:-the published one}) and its registry"
 up
 
-# The test's printfile image is a fixture loaded into the nodes; cmsync itself goes the
-# way users' images go: built by ko, pushed to the registry, signed, and pulled by the
-# kubelet.
-CGO_ENABLED=0 go build -C hack -trimpath -ldflags="-s -w" -o "$images/printfile" ./printfile
+# The tests' printfile and netprobe images are fixtures loaded into the nodes; cmsync
+# itself goes the way users' images go: built by ko, pushed to the registry, signed, and
+# pulled by the kubelet.
 CGO_ENABLED=0 go build -trimpath -o "$DIR/cmsync-host" .
 go build -C hack -o "$DIR/image" ./image
-"$DIR/image" -binary "$images/printfile" -ref localhost/cmsync-node/printfile:1 -out "$images/printfile.tar"
-"$KIND" load image-archive "$images/printfile.tar" --name "$KIND_CLUSTER" >&2
+for fixture in printfile netprobe; do
+  CGO_ENABLED=0 go build -C hack -trimpath -ldflags="-s -w" -o "$images/$fixture" "./$fixture"
+  "$DIR/image" -binary "$images/$fixture" -ref "localhost/cmsync-node/$fixture:1" -out "$images/$fixture.tar"
+done
+"$KIND" load image-archive "$images/printfile.tar" "$images/netprobe.tar" --name "$KIND_CLUSTER" >&2
+
+# Whether the Pod network enforces NetworkPolicy, for the test of a replicated
+# default-deny policy: kind's published image runs kindnetd, whose policy agent
+# (kube-network-policies) enforces it; the offline image's ptp network enforces none.
+if [ "$KIND_OFFLINE" = 1 ]; then
+  CMSYNC_KIND_NETWORK_POLICY="the offline node image has no kindnetd, and its Pod network (a ptp CNI configuration and static routes, hack/kind/cluster.sh) enforces no NetworkPolicy"
+else
+  CMSYNC_KIND_NETWORK_POLICY=enforced
+fi
+export CMSYNC_KIND_NETWORK_POLICY
+log "NetworkPolicy on this cluster's Pod network: $CMSYNC_KIND_NETWORK_POLICY"
 
 # The release path of make test-release, against the cluster's registry (TLS from its
 # own CA, htpasswd): ko's image, the OCI chart, cosign signatures verified before
@@ -178,7 +192,7 @@ make_install() {
 
 if [ "$mode" = up ]; then
   log "the pull secret's source, and make install REGISTRY=$REGISTRY_HOST/cmsync"
-  make_install HELM_ARGS="--set imagePullSecrets[0].name=cmsync-pull --set replicaCount=2 --set secrets.enabled=true"
+  make_install HELM_ARGS="--set imagePullSecrets[0].name=cmsync-pull --set replicaCount=2 --set secrets.enabled=true --set objectSync.kinds[0]=networking.k8s.io/v1/NetworkPolicy"
   bootstrap "$DIR/cmsync-host"
   rolled_out
 else
@@ -201,8 +215,8 @@ else
   "$KUBECTL" apply --server-side --force-conflicts -f deploy/crds/ >/dev/null
   rolled_out
   KUBECTL="$KUBECTL" STATE="$DIR/upgrade.state" hack/kind/upgrade.sh check
-  log "make install over the release: this checkout, pinned to the digest ko pushed"
-  make_install
+  log "make install over the release: this checkout, pinned to the digest ko pushed, with ObjectSync copying NetworkPolicies"
+  make_install HELM_ARGS="--set objectSync.kinds[0]=networking.k8s.io/v1/NetworkPolicy"
   rolled_out
 fi
 pinned="$("$KUBECTL" -n cmsync-system get deployment cmsync -o jsonpath='{.spec.template.spec.containers[0].image}')"

@@ -62,11 +62,13 @@ const (
 )
 
 // ControllerNames returns the name of every controller Setup can add: the source
-// controllers and the controllers of the explicit kinds (syncControllerName).
+// controllers, the controllers of the explicit kinds (syncControllerName) and the
+// ObjectSync controller.
 func ControllerNames() []string {
 	return []string{
 		configMapSourceController, syncControllerName(desired.ConfigMapKind{}.NewSync()),
 		secretSourceController, syncControllerName(desired.SecretKind{}.NewSync()),
+		objectSyncController,
 	}
 }
 

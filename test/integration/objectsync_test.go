@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -111,20 +113,90 @@ func waitForPolicyReplicas(
 	return replicas
 }
 
-// assertIdle asserts that c writes nothing for d, and that no replica changes.
-func assertIdle(t *testing.T, c *controllerUnderTest, sync *v1alpha1.ObjectSync, d time.Duration) {
+// replicaVersions reads the resourceVersions of sync's replicas, of the kind its source
+// names, by namespace.
+func replicaVersions(t *testing.T, sync *v1alpha1.ObjectSync) map[string]string {
 	t.Helper()
-	before, versions := c.Writes(), map[string]string{}
-	for ns, np := range policyReplicas(t, sync) {
-		versions[ns] = np.ResourceVersion
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.FromAPIVersionAndKind(sync.Spec.Source.APIVersion, sync.Spec.Source.Kind+"List"))
+	must(t, k8s.List(context.Background(), list, client.MatchingLabels{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}))
+	versions := map[string]string{}
+	for i := range list.Items {
+		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == sync.UID {
+			versions[list.Items[i].GetNamespace()] = list.Items[i].GetResourceVersion()
+		}
+	}
+	return versions
+}
+
+// settled waits until the passes the test set off are over: each sync's current Ready
+// condition has been announced (a pass's Event follows its status write), and then c
+// has written nothing for a second (a repair's status write follows the replica the
+// test saw repaired). Measured from before either, an idle window counts their writes.
+func settled(t *testing.T, c *controllerUnderTest, syncs ...*v1alpha1.ObjectSync) {
+	t.Helper()
+	for _, sync := range syncs {
+		now := &v1alpha1.ObjectSync{}
+		must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(sync), now))
+		ready := meta.FindStatusCondition(now.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil {
+			t.Fatalf("%s has no Ready condition", sync.Name)
+		}
+		waitForAnnouncement(t, sync, fmt.Sprintf("%s (%s)", ready.Message, now.Status.Synced))
+	}
+	eventually(t, timeout, "the controller's writes to stop", func() error {
+		before := c.Writes()
+		time.Sleep(time.Second)
+		if n := c.Writes() - before; n != 0 {
+			return fmt.Errorf("%d writes in a second; last writes:\n%s", n, c.LastWrites())
+		}
+		return nil
+	})
+}
+
+// waitForAnnouncement waits for an Event about sync, of any reason (a Degraded pass
+// announces the reason of its failure), whose note is note.
+func waitForAnnouncement(t *testing.T, sync *v1alpha1.ObjectSync, note string) {
+	t.Helper()
+	eventually(t, timeout, "the Event announcing "+sync.Name+"'s status", func() error {
+		var list eventsv1.EventList
+		if err := k8s.List(context.Background(), &list); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == sync.Name && e.Regarding.Kind == v1alpha1.ObjectSyncKind && e.Note == note {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Event about %s says %q", sync.Name, note)
+	})
+}
+
+// assertIdle asserts that, once settled, c writes nothing for d and no replica of the
+// syncs changes.
+func assertIdle(t *testing.T, c *controllerUnderTest, d time.Duration, syncs ...*v1alpha1.ObjectSync) {
+	t.Helper()
+	settled(t, c, syncs...)
+	assertWritesNothing(t, c, d, syncs...)
+}
+
+// assertWritesNothing asserts that c writes nothing from now for d, and that no replica of
+// the syncs changes. Called as soon as startController returns (its access reviews
+// made, no pass begun), it checks a start over replicas in sync, first passes included.
+func assertWritesNothing(t *testing.T, c *controllerUnderTest, d time.Duration, syncs ...*v1alpha1.ObjectSync) {
+	t.Helper()
+	since := c.Writes()
+	versions := map[string]map[string]string{}
+	for _, sync := range syncs {
+		versions[sync.Name] = replicaVersions(t, sync)
 	}
 	consistently(t, d, "idle", func() error {
-		if w := c.Writes() - before; w != 0 {
+		if w := c.Writes() - since; w != 0 {
 			return errorf("%d writes while idle; last writes:\n%s", w, c.LastWrites())
 		}
-		for ns, np := range policyReplicas(t, sync) {
-			if np.ResourceVersion != versions[ns] {
-				return errorf("the replica in %s was written", ns)
+		for _, sync := range syncs {
+			if now := replicaVersions(t, sync); !maps.Equal(now, versions[sync.Name]) {
+				return errorf("replicas of %s written: resourceVersions %v, were %v", sync.Name, now, versions[sync.Name])
 			}
 		}
 		return nil
@@ -155,11 +227,11 @@ func TestObjectSyncFansOutANetworkPolicyAndWritesNothingIdle(t *testing.T) {
 	if n := kindMetricValue(t, running.Metrics, "cmsync_replicas", "NetworkPolicy", "synced"); n != 3 {
 		t.Errorf("cmsync_replicas{kind=NetworkPolicy,state=synced} = %v, want 3", n)
 	}
-	assertIdle(t, running, sync, 5*time.Second)
+	assertIdle(t, running, 5*time.Second, sync)
 
 	running.Stop()
 	restarted := startController(t, withObjectKinds(t, policiesAndLimits))
-	assertIdle(t, restarted, sync, 8*time.Second)
+	assertWritesNothing(t, restarted, 8*time.Second, sync)
 	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "3/3")
 
 	// The source changes.
@@ -174,7 +246,7 @@ func TestObjectSyncFansOutANetworkPolicyAndWritesNothingIdle(t *testing.T) {
 	must(t, k8s.Delete(context.Background(), replicas[targets[1]]))
 	waitForPolicyReplicas(t, sync, src.Spec, targets...)
 	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "3/3")
-	assertIdle(t, restarted, sync, 3*time.Second)
+	assertIdle(t, restarted, 3*time.Second, sync)
 
 	// A namespace created later gets its replica.
 	later := newNamespace(t, "dst", map[string]string{"group": group})
@@ -240,10 +312,14 @@ func TestObjectSyncConflictWithAnObjectCmsyncDidNotCreate(t *testing.T) {
 }
 
 // An ObjectSync that names a kind it may not copy is Invalid, saying what to do, and
-// cmsync makes no request about a kind that is not enabled.
+// cmsync makes no request about a kind that is not enabled, nor about one it cannot
+// serve: the API server's audit log of every request of its identity has none.
 func TestObjectSyncOfAKindItMayNotCopyIsInvalid(t *testing.T) {
 	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
-	running := startController(t, withObjectKinds(t, "networking.k8s.io/v1/NetworkPolicy,rbac.authorization.k8s.io/v1/ClusterRole,example.com/v1/Widget"))
+	running := startAuditedController(
+		t,
+		withObjectKinds(t, "networking.k8s.io/v1/NetworkPolicy,rbac.authorization.k8s.io/v1/ClusterRole,example.com/v1/Widget"),
+	)
 	for _, tc := range []struct {
 		name   string
 		source v1alpha1.ObjectSource
@@ -265,8 +341,12 @@ func TestObjectSyncOfAKindItMayNotCopyIsInvalid(t *testing.T) {
 			waitForEvent(t, sync, v1alpha1.ReasonInvalid, tc.says)
 		})
 	}
+	audited := running.Audited(t)
+	if len(about(audited, "networkpolicies")) == 0 || len(about(audited, "objectsyncs")) == 0 {
+		t.Fatalf("the audit log shows no request of cmsync's about the kinds it serves (%d records): it proves nothing", len(audited))
+	}
 	for _, kind := range []string{"limitranges", "clusterroles", "widgets"} {
-		if requests := running.RequestsAbout(kind); len(requests) != 0 {
+		if requests := about(audited, kind); len(requests) != 0 {
 			t.Errorf("requests about %s: %v", kind, requests)
 		}
 	}
@@ -310,13 +390,7 @@ func TestObjectSyncChangingKindMovesItsReplicas(t *testing.T) {
 		return nil
 	})
 	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
-	before := running.Writes()
-	consistently(t, 4*time.Second, "idle", func() error {
-		if w := running.Writes() - before; w != 0 {
-			return errorf("%d writes while idle; last writes:\n%s", w, running.LastWrites())
-		}
-		return nil
-	})
+	assertIdle(t, running, 4*time.Second, sync)
 }
 
 // widgetCRDIn installs a namespaced custom resource, Widget, in group, whose schema
@@ -405,13 +479,7 @@ func TestObjectSyncOfACustomResourceInstalledAfterTheStart(t *testing.T) {
 	if !equality.Semantic.DeepEqual(replica.Object["spec"], src.Object["spec"]) || metav1.GetControllerOf(replica) == nil {
 		t.Errorf("replica spec %v (owner %v), want %v", replica.Object["spec"], replica.GetOwnerReferences(), src.Object["spec"])
 	}
-	before := restarted.Writes()
-	consistently(t, 4*time.Second, "idle", func() error {
-		if w := restarted.Writes() - before; w != 0 {
-			return errorf("%d writes while idle; last writes:\n%s", w, restarted.LastWrites())
-		}
-		return nil
-	})
+	assertIdle(t, restarted, 4*time.Second, sync)
 
 	restarted.Stop()
 	must(t, k8s.Delete(context.Background(), sync))
@@ -470,13 +538,7 @@ func TestObjectSyncOfARoleAndItsBinding(t *testing.T) {
 		}
 		first[ns] = rb.UID
 	}
-	before := running.Writes()
-	consistently(t, 3*time.Second, "idle", func() error {
-		if w := running.Writes() - before; w != 0 {
-			return errorf("%d writes while idle; last writes:\n%s", w, running.LastWrites())
-		}
-		return nil
-	})
+	assertIdle(t, running, 3*time.Second, roles, bindings)
 
 	must(t, k8s.Delete(context.Background(), binding))
 	binding = bindingTo("admin-of-pods")
@@ -616,4 +678,136 @@ func TestObjectSyncLeavesTheFieldsOthersWrote(t *testing.T) {
 		return nil
 	})
 	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+}
+
+// limitRange creates a LimitRange whose container limits the API server completes: the
+// default limit and request it fills in from the maximum.
+func limitRange(t *testing.T, namespace string) *corev1.LimitRange {
+	t.Helper()
+	limits := &corev1.LimitRange{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "container-limits"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type: corev1.LimitTypeContainer, Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		}}},
+	}
+	must(t, k8s.Create(context.Background(), limits))
+	if limits.Spec.Limits[0].Default == nil || limits.Spec.Limits[0].DefaultRequest == nil {
+		t.Fatalf("the API server defaulted nothing: %+v", limits.Spec)
+	}
+	return limits
+}
+
+// waitForLimitRanges waits until the LimitRange named name in each namespace is a
+// replica of sync with spec.
+func waitForLimitRanges(t *testing.T, sync *v1alpha1.ObjectSync, name string, spec corev1.LimitRangeSpec, namespaces ...string) {
+	t.Helper()
+	eventually(t, timeout, "the LimitRange replicas", func() error {
+		for _, ns := range namespaces {
+			replica := &corev1.LimitRange{}
+			if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, replica); err != nil {
+				return err
+			}
+			if ref := metav1.GetControllerOf(replica); ref == nil || ref.UID != sync.UID {
+				return fmt.Errorf("the LimitRange in %s is not %s's: owners %v", ns, sync.Name, replica.OwnerReferences)
+			}
+			if !equality.Semantic.DeepEqual(replica.Spec, spec) {
+				return fmt.Errorf("the replica in %s has spec %+v, want %+v", ns, replica.Spec, spec)
+			}
+		}
+		return nil
+	})
+}
+
+// A LimitRange, whose defaults the API server fills in, fans out with them and is left
+// alone: idle and after a restart cmsync writes nothing. An edited replica is restored,
+// and the replicas follow the source's change.
+func TestObjectSyncOfALimitRange(t *testing.T) {
+	srcNS := newNamespace(t, "src", nil)
+	group, targets := newGroup(t, "olimit", 2)
+	src := limitRange(t, srcNS)
+	running := startController(t, withObjectKinds(t, policiesAndLimits))
+	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{
+		Source:            v1alpha1.ObjectSource{APIVersion: "v1", Kind: "LimitRange", Namespace: srcNS, Name: src.Name},
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": group}},
+	})
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
+	waitForLimitRanges(t, sync, src.Name, src.Spec, targets...)
+	assertIdle(t, running, 4*time.Second, sync)
+
+	running.Stop()
+	restarted := startController(t, withObjectKinds(t, policiesAndLimits))
+	assertWritesNothing(t, restarted, 6*time.Second, sync)
+
+	// Drift: a replica's maximum raised is put back.
+	update(t, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Namespace: targets[0], Name: src.Name}}, func(lr *corev1.LimitRange) {
+		lr.Spec.Limits[0].Max[corev1.ResourceCPU] = resource.MustParse("4")
+	})
+	waitForLimitRanges(t, sync, src.Name, src.Spec, targets...)
+
+	// The source changes: a limit for the Pod as a whole is added.
+	update(t, src, func(lr *corev1.LimitRange) {
+		lr.Spec.Limits = append(lr.Spec.Limits, corev1.LimitRangeItem{
+			Type: corev1.LimitTypePod, Max: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+		})
+	})
+	waitForLimitRanges(t, sync, src.Name, src.Spec, targets...)
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "2/2")
+	assertIdle(t, restarted, 3*time.Second, sync)
+}
+
+// An ObjectSync deleted while cmsync is down loses its replicas at the next start, and
+// nothing else is touched: not the source, not an object of the same name cmsync did
+// not create in one of its target namespaces, not another ObjectSync of the same
+// source or its replica.
+func TestObjectSyncDeletedWhileCmsyncIsDownTakesOnlyItsReplicas(t *testing.T) {
+	srcNS, mine, taken, other := newNamespace(t, "src", nil), newNamespace(t, "dst", nil), newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)
+	src := defaultDenyPolicy(t, srcNS)
+	theirs := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: src.Name}}
+	must(t, k8s.Create(context.Background(), theirs))
+	running := startController(t, withObjectKinds(t, policiesAndLimits))
+	doomed := newObjectSync(t, v1alpha1.ObjectSyncSpec{Source: policySource(srcNS, src.Name), DestinationNamespaces: []string{mine, taken}})
+	kept := newObjectSync(t, v1alpha1.ObjectSyncSpec{Source: policySource(srcNS, src.Name), DestinationNamespace: other})
+	waitForReadyCount(t, doomed, metav1.ConditionFalse, v1alpha1.ReasonDegraded, "1/2")
+	waitForPolicyReplicas(t, doomed, src.Spec, mine)
+	keptReplica := waitForPolicyReplicas(t, kept, src.Spec, other)[other]
+	waitForReadyCount(t, kept, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+	settled(t, running, doomed, kept)
+	versions := map[client.Object]string{}
+	for _, obj := range []client.Object{src, theirs, keptReplica, kept} {
+		must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), obj))
+		versions[obj] = obj.GetResourceVersion()
+	}
+
+	running.Stop()
+	must(t, k8s.Delete(context.Background(), doomed))
+	restarted := startController(t, withObjectKinds(t, policiesAndLimits))
+	eventually(t, timeout, "the deleted ObjectSync and its replica gone", func() error {
+		if left := policyReplicas(t, doomed); len(left) != 0 {
+			return fmt.Errorf("replicas left in %d namespaces", len(left))
+		}
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(doomed), &v1alpha1.ObjectSync{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the ObjectSync: %v", err)
+		}
+		return nil
+	})
+	consistently(t, 3*time.Second, "nothing else touched", func() error {
+		for obj, version := range versions {
+			now := newLike(obj)
+			if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(obj), now); err != nil {
+				return fmt.Errorf("%s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+			}
+			if now.GetResourceVersion() != version {
+				return fmt.Errorf("%s/%s was written", obj.GetNamespace(), obj.GetName())
+			}
+		}
+		return nil
+	})
+	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if n := restarted.WritesIn(method, srcNS, taken, other); n != 0 {
+			t.Errorf("%d %s requests outside the deleted ObjectSync's replicas; last writes:\n%s", n, method, restarted.LastWrites())
+		}
+	}
+	if n := restarted.WritesIn(http.MethodDelete, mine); n != 1 {
+		t.Errorf("%d deletes in %s, want its one replica's", n, mine)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -47,18 +48,27 @@ import (
 )
 
 var (
-	restConfig *rest.Config
-	k8s        client.Client // uncached, for arranging and asserting
+	restConfig   *rest.Config
+	k8s          client.Client     // uncached, for arranging and asserting
+	controlPlane *controlplane.Env // to add users (startAuditedController)
 )
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(testLogger(os.Stderr))
-	env, err := controlplane.Start("../../deploy/crds")
+	audit, err := os.MkdirTemp("", "cmsync-integration-audit-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	restConfig = env.Config
+	auditLog = filepath.Join(audit, "audit.log")
+	env, err := controlplane.StartWith(controlplane.Options{
+		CRDDirs: []string{"../../deploy/crds"}, AuditLog: auditLog, AuditAllFrom: []string{auditedUser},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	restConfig, controlPlane = env.Config, env
 	k8s, err = client.New(restConfig, client.Options{Scheme: newScheme()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -66,6 +76,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	_ = env.Stop()
+	_ = os.RemoveAll(audit)
 	os.Exit(code)
 }
 
@@ -251,8 +262,14 @@ func startController(t *testing.T, opts ...controllerOption) *controllerUnderTes
 // watches of replicas and namespaces are not delayed.
 func startControllerBehind(t *testing.T, lag time.Duration, opts ...controllerOption) *controllerUnderTest {
 	t.Helper()
+	return startControllerAs(t, restConfig, lag, opts...)
+}
+
+// startControllerAs is startControllerBehind with the identity of identity's config.
+func startControllerAs(t *testing.T, identity *rest.Config, lag time.Duration, opts ...controllerOption) *controllerUnderTest {
+	t.Helper()
 	c := &controllerUnderTest{done: make(chan struct{}), Metrics: prometheus.NewRegistry(), written: map[string]int{}}
-	cfg := rest.CopyConfig(restConfig)
+	cfg := rest.CopyConfig(identity)
 	cfg.QPS, cfg.Burst = 500, 1000
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {

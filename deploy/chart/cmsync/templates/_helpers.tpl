@@ -89,3 +89,86 @@ missing): a Role cannot be created before its namespace.
 {{- end -}}
 {{- join "," $missing -}}
 {{- end }}
+
+{{/*
+objectKinds is the chart's objectSync.kinds (a list, or a comma list in one string) as
+the comma list --object-kinds takes. It fails the install on an entry cmsync would
+refuse, with what to write instead: the release never starts a cmsync that stops at
+its flags.
+*/}}
+{{- define "cmsync.objectKinds" -}}
+{{- $kinds := include "cmsync.commaList" .Values.objectSync.kinds | splitList "," | compact -}}
+{{- range $kinds -}}
+{{- if not (regexMatch "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v([-a-z0-9]*[a-z0-9])?/[A-Z][A-Za-z0-9]{0,62}$" .) -}}
+{{- fail (printf "objectSync.kinds: %q is not a kind: write group/version/Kind as the API names it (networking.k8s.io/v1/NetworkPolicy), or v1/Kind for a core kind (v1/LimitRange)" .) -}}
+{{- end -}}
+{{- $parts := splitList "/" . -}}
+{{- if eq (first $parts) "core" -}}
+{{- fail (printf "objectSync.kinds: %q: the core group has no name: write v1/%s" . (last $parts)) -}}
+{{- end -}}
+{{- if and (eq (len $parts) 2) (eq (last $parts) "ConfigMap") -}}
+{{- fail (printf "objectSync.kinds: %q: ConfigMaps are copied by the cmsync.io/replicate label or a ConfigMapSync, not by an ObjectSync: remove it" .) -}}
+{{- end -}}
+{{- if and (eq (len $parts) 2) (eq (last $parts) "Secret") -}}
+{{- fail (printf "objectSync.kinds: %q: Secrets are copied by the cmsync.io/replicate label or a SecretSync (secrets.enabled=true), not by an ObjectSync: remove it" .) -}}
+{{- end -}}
+{{- end -}}
+{{- join "," $kinds -}}
+{{- end }}
+
+{{/*
+objectKindList is each kind of objectSync.kinds as JSON: its entry, group, version,
+kind and resource (the plural RBAC and admission name it by). The resource is the
+English rule's (lower case; a y after a consonant becomes ies; s, x, z, ch and sh take
+es; anything else takes s) unless objectSync.resources gives it for the entry.
+*/}}
+{{- define "cmsync.objectKindList" -}}
+{{- $kinds := include "cmsync.objectKinds" . | splitList "," | compact -}}
+{{- $resources := .Values.objectSync.resources | default dict -}}
+{{- range $entry, $resource := $resources -}}
+{{- if not (has $entry $kinds) -}}
+{{- fail (printf "objectSync.resources: %q is not listed in objectSync.kinds: a resource is given for a listed kind, by its entry there" $entry) -}}
+{{- end -}}
+{{- if not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" (toString $resource)) -}}
+{{- fail (printf "objectSync.resources: %q: %q is not a resource name: write the plural as kubectl api-resources prints it (e.g. networkpolicies)" $entry (toString $resource)) -}}
+{{- end -}}
+{{- end -}}
+{{- $list := list -}}
+{{- range $kinds -}}
+{{- $parts := splitList "/" . -}}
+{{- $kind := last $parts -}}
+{{- $plural := lower $kind -}}
+{{- if regexMatch "[^aeiou]y$" $plural -}}
+{{- $plural = printf "%sies" (trimSuffix "y" $plural) -}}
+{{- else if regexMatch "(s|x|z|ch|sh)$" $plural -}}
+{{- $plural = printf "%ses" $plural -}}
+{{- else -}}
+{{- $plural = printf "%ss" $plural -}}
+{{- end -}}
+{{- $list = append $list (dict "entry" . "group" (ternary "" (first $parts) (eq (len $parts) 2)) "version" (index $parts (sub (len $parts) 2)) "kind" $kind "resource" (get $resources . | default $plural)) -}}
+{{- end -}}
+{{- toJson $list -}}
+{{- end }}
+
+{{/*
+objectRules are the RBAC rules of the kinds of objectSync.kinds: every verb the
+ObjectSync controller uses on each (it checks them at its start), escalate on Roles
+when Role is listed and bind on Roles and ClusterRoles when RoleBinding is: without
+them the API server refuses cmsync a Role or binding that grants more than cmsync
+holds itself.
+*/}}
+{{- define "cmsync.objectRules" -}}
+{{- $rules := list -}}
+{{- $rbac := list -}}
+{{- range (include "cmsync.objectKindList" . | fromJsonArray) -}}
+{{- $rules = append $rules (dict "apiGroups" (list .group) "resources" (list .resource) "verbs" (list "create" "delete" "get" "list" "patch" "update" "watch")) -}}
+{{- if eq .group "rbac.authorization.k8s.io" -}}{{- $rbac = append $rbac .kind -}}{{- end -}}
+{{- end -}}
+{{- if has "Role" $rbac -}}
+{{- $rules = append $rules (dict "apiGroups" (list "rbac.authorization.k8s.io") "resources" (list "roles") "verbs" (list "escalate")) -}}
+{{- end -}}
+{{- if has "RoleBinding" $rbac -}}
+{{- $rules = append $rules (dict "apiGroups" (list "rbac.authorization.k8s.io") "resources" (list "clusterroles" "roles") "verbs" (list "bind")) -}}
+{{- end -}}
+{{- toJson $rules -}}
+{{- end }}
