@@ -148,17 +148,7 @@ func matchesAny(patterns, namespace string) bool {
 
 // explicit is the ConfigMapSync or SecretSync of the group into namespaces.
 func (g *pullGroup) explicit(namespaces []string) v1alpha1.Sync {
-	replicas := v1alpha1.ReplicaSpec{DestinationNamespaces: namespaces}
-	if g.name != g.source.GetName() {
-		replicas.TargetName = g.name
-	}
-	meta := metav1.ObjectMeta{Name: syncName(g.peer, g.source, g.name)}
-	if g.kind == (desired.SecretKind{}).Name() {
-		return &v1alpha1.SecretSync{ObjectMeta: meta,
-			Spec: v1alpha1.SecretSyncSpec{SourceNamespace: g.source.GetNamespace(), SecretName: g.source.GetName(), ReplicaSpec: replicas}}
-	}
-	return &v1alpha1.ConfigMapSync{ObjectMeta: meta,
-		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: g.source.GetNamespace(), ConfigMapName: g.source.GetName(), ReplicaSpec: replicas}}
+	return explicitOf(g.peer, g.source, g.name, v1alpha1.ReplicaSpec{DestinationNamespaces: namespaces})
 }
 
 // syncName names the explicit object after the source (and the copies' name, where it
