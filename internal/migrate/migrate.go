@@ -119,8 +119,8 @@ func (c Controller) refusal(kind string, explicit v1alpha1.Sync) string {
 	case explicit.SyncSpec().Kind == v1alpha1.ObjectSyncKind:
 		spec := explicit.SyncSpec()
 		if err := c.ObjectKinds.CheckObjectKind(spec.SourceAPIVersion, spec.SourceKind); err != nil {
-			return "no controller would keep the copies as replicas of an ObjectSync: " + err.Error() +
-				"; enable it with objectSync.kinds first"
+			// The error says what to do: enable the kind (objectSync.kinds), install its CRD.
+			return "no controller would keep the copies as replicas of an ObjectSync: " + err.Error()
 		}
 	case explicit.SyncSpec().Kind == v1alpha1.ConfigMapSyncKind && !c.ConfigMapSyncs:
 		return "cmsync runs with --configmapsync=disabled: no controller would keep the copies as replicas of a ConfigMapSync; " +

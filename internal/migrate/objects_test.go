@@ -89,7 +89,7 @@ func TestPlanHNC(t *testing.T) {
 	}
 
 	refused := moveOf(t, PlanHNC(h, namespacesNamed("org", "team-a", "team-b-dev"), enabled()), "NetworkPolicy", "org/deny", HNCPeer)
-	if !strings.Contains(refused.Refused, "not enabled for ObjectSync") || !strings.Contains(refused.Refused, "enable it with objectSync.kinds") ||
+	if !strings.Contains(refused.Refused, "not enabled for ObjectSync") || !strings.Contains(refused.Refused, "(chart value objectSync.kinds)") ||
 		len(refused.TakeOver) > 0 || refused.ObjectSync != nil {
 		t.Errorf("a kind the controller does not copy: %+v", refused)
 	}

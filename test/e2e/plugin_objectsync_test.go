@@ -154,7 +154,7 @@ func objectKindsRelease(t *testing.T, args ...string) string {
 		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"objectsyncs/status"}, Verbs: []string{"patch"}},
 	}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: harness.ReleaseNamespace, Name: harness.ServiceAccount}}}
 	must(t, harness.K8s.Create(ctx, role))
 	must(t, harness.K8s.Create(ctx, binding))
