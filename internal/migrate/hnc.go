@@ -125,17 +125,9 @@ func (g *hncGroup) move(parents map[string]string, source Object, found bool, na
 		return m
 	}
 	explicit := explicitOf(HNCPeer, source, source.GetName(), v1alpha1.ReplicaSpec{DestinationNamespaces: below})
-	m.setExplicit(explicit)
 	m.Dropped = hncDropped(source)
-	if why := controller.refusal(m.Kind, explicit); why != "" {
-		m.Refused = why
-		m.setExplicit(nil)
-		return m
-	}
-	r := resolve(m.Kind, m.Source, source, explicit, namespaces, controller.Policy)
-	if r.invalid != nil {
-		m.Refused = "cmsync would refuse it: " + r.invalid.Error()
-		m.setExplicit(nil)
+	r, ok := m.planExplicit(explicit, source, namespaces, controller)
+	if !ok {
 		return m
 	}
 	m.owner = r.owner

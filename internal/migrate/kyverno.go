@@ -206,16 +206,8 @@ func (m *Move) planClone(policy, rule string, source Object, name string, target
 	namespaces []desired.Namespace, controller Controller,
 ) {
 	explicit := explicitOf(KyvernoPeer, source, name, targets)
-	m.setExplicit(explicit)
-	if why := controller.refusal(m.Kind, explicit); why != "" {
-		m.Refused = why
-		m.setExplicit(nil)
-		return
-	}
-	r := resolve(m.Kind, m.Source, source, explicit, namespaces, controller.Policy)
-	if r.invalid != nil {
-		m.Refused = "cmsync would refuse it: " + r.invalid.Error()
-		m.setExplicit(nil)
+	r, ok := m.planExplicit(explicit, source, namespaces, controller)
+	if !ok {
 		return
 	}
 	var tied, named []Object

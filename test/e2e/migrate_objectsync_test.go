@@ -141,24 +141,7 @@ func TestMigrateFromKyvernoClone(t *testing.T) {
 		must(t, harness.K8s.Create(ctx, p))
 		t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), p) })
 	}
-	template := defaultDeny(platform, "deny-template")
-	template.Labels = map[string]string{"generate.kyverno.io/clone-source": ""}
-	must(t, harness.K8s.Create(ctx, template))
-	copies := make([]client.Object, 0, 2)
-	for _, ns := range []string{t1, t2} {
-		c := defaultDeny(ns, "default-deny")
-		c.Labels = map[string]string{
-			"generate.kyverno.io/clone-source": "", "app.kubernetes.io/managed-by": "kyverno",
-			"generate.kyverno.io/policy-name": policy, "generate.kyverno.io/policy-namespace": "", "generate.kyverno.io/rule-name": "deny",
-			"generate.kyverno.io/trigger-kind": "Namespace", "generate.kyverno.io/trigger-version": "v1", "generate.kyverno.io/trigger-group": "",
-			"generate.kyverno.io/trigger-namespace": "", "generate.kyverno.io/trigger-uid": "u",
-			"generate.kyverno.io/source-kind": "NetworkPolicy", "generate.kyverno.io/source-namespace": platform,
-			"generate.kyverno.io/source-group": "networking.k8s.io", "generate.kyverno.io/source-version": "v1",
-			"generate.kyverno.io/source-uid": string(template.UID),
-		}
-		must(t, harness.K8s.Create(ctx, c))
-		copies = append(copies, c)
-	}
+	copies := kyvernoClones(t, platform, policy, t1, t2)
 
 	var plan cli.Migration
 	harness.PluginJSON(t, &plan, "migrate", "--controller-namespace", release)
@@ -190,6 +173,34 @@ func TestMigrateFromKyvernoClone(t *testing.T) {
 	waitForObjectSyncReason(t, osync.Name, v1alpha1.ReasonSynced)
 	t3 := harness.NewNamespace(t, "kyv-t3", label)
 	waitForNetworkPolicyReplicas(t, osync, t1, t2, t3)
+}
+
+// kyvernoClones makes the clone source src/deny-template, labelled as Kyverno labels a
+// source it clones, and the copies that the rule "deny" of policy made of it in the
+// namespaces, with the labels Kyverno's background controller writes on them; it
+// returns the copies.
+func kyvernoClones(t *testing.T, src, policy string, namespaces ...string) []client.Object {
+	t.Helper()
+	ctx := context.Background()
+	template := defaultDeny(src, "deny-template")
+	template.Labels = map[string]string{"generate.kyverno.io/clone-source": ""}
+	must(t, harness.K8s.Create(ctx, template))
+	copies := make([]client.Object, 0, len(namespaces))
+	for _, ns := range namespaces {
+		c := defaultDeny(ns, "default-deny")
+		c.Labels = map[string]string{
+			"generate.kyverno.io/clone-source": "", "app.kubernetes.io/managed-by": "kyverno",
+			"generate.kyverno.io/policy-name": policy, "generate.kyverno.io/policy-namespace": "", "generate.kyverno.io/rule-name": "deny",
+			"generate.kyverno.io/trigger-kind": "Namespace", "generate.kyverno.io/trigger-version": "v1", "generate.kyverno.io/trigger-group": "",
+			"generate.kyverno.io/trigger-namespace": "", "generate.kyverno.io/trigger-uid": "u",
+			"generate.kyverno.io/source-kind": "NetworkPolicy", "generate.kyverno.io/source-namespace": src,
+			"generate.kyverno.io/source-group": "networking.k8s.io", "generate.kyverno.io/source-version": "v1",
+			"generate.kyverno.io/source-uid": string(template.UID),
+		}
+		must(t, harness.K8s.Create(ctx, c))
+		copies = append(copies, c)
+	}
+	return copies
 }
 
 // clonePolicy is a ClusterPolicy whose rule "deny" keeps a clone of src/deny-template,
