@@ -71,6 +71,17 @@ func hncParents(ctx context.Context, s session) (map[string]string, error) {
 			parents[h.GetNamespace()] = parent
 		}
 	}
+	// A subnamespace's annotation is HNC's truth for its parent, which HNC copies into
+	// the HierarchyConfiguration on its next pass.
+	namespaces := metadataList(namespaceKind)
+	if err := s.client.List(ctx, namespaces); client.IgnoreNotFound(err) != nil && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	for _, ns := range namespaces.Items {
+		if parent := ns.Annotations[migrate.HNCSubnamespaceOf]; parent != "" && ns.DeletionTimestamp == nil {
+			parents[ns.Name] = parent
+		}
+	}
 	return parents, nil
 }
 

@@ -29,6 +29,9 @@ const (
 	HierarchyName = "hierarchy"
 	// HNCInheritedFrom labels every object HNC propagated with its source's namespace.
 	HNCInheritedFrom = HNCGroup + "/inherited-from"
+	// HNCSubnamespaceOf annotates a subnamespace (one a SubnamespaceAnchor made) with its
+	// parent: for HNC the truth, which it writes into the HierarchyConfiguration.
+	HNCSubnamespaceOf = HNCGroup + "/subnamespace-of"
 	// hncPropagatePrefix begins the annotations that narrow a source's propagation.
 	hncPropagatePrefix = "propagate." + HNCGroup + "/"
 )
@@ -60,8 +63,9 @@ var HNCEnforced = []HNCResource{
 // HNC is what migrate reads of HNC: the tree, and the objects of the kinds it
 // propagates, sources and copies alike.
 type HNC struct {
-	// Parents is each namespace's parent (its HierarchyConfiguration's spec.parent);
-	// a root namespace is absent.
+	// Parents is each namespace's parent (its HierarchyConfiguration's spec.parent, or
+	// for a subnamespace its hnc.x-k8s.io/subnamespace-of annotation); a root namespace
+	// is absent.
 	Parents map[string]string
 	// Objects are the metadata of every object of a kind HNC propagates.
 	Objects []Object

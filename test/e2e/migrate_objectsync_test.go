@@ -17,6 +17,7 @@ import (
 
 	"github.com/cmsync/cmsync/test/harness"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,7 +33,8 @@ import (
 )
 
 // A cluster HNC served, stopped (its CRDs installed with their real schemas, no HNC
-// controller): a NetworkPolicy propagated from org into three namespaces below it, as
+// controller): a NetworkPolicy propagated from org into three namespaces below it (one
+// a subnamespace two levels down), as
 // HNC's writeObject leaves a copy (the source's content, hnc.x-k8s.io/inherited-from and
 // HNC's managed-by label), a stray copy in a namespace not below org, and a
 // LimitRange, a kind the controller does not copy. kubectl cmsync migrate plans an
@@ -47,8 +49,12 @@ func TestMigrateFromHNC(t *testing.T) {
 	ctx := context.Background()
 	org, stray := harness.NewNamespace(t, "hnc-org", nil), harness.NewNamespace(t, "hnc-stray", nil)
 	teamA, teamB := harness.NewNamespace(t, "hnc-a", nil), harness.NewNamespace(t, "hnc-b", nil)
-	teamBDev := harness.NewNamespace(t, "hnc-b-dev", nil)
-	for child, parent := range map[string]string{teamA: org, teamB: org, teamBDev: teamB} {
+	// A subnamespace: its anchor's annotation names its parent, which HNC had not yet
+	// copied into its HierarchyConfiguration.
+	teamBDev := "hnc-b-dev-" + randomSuffix()
+	must(t, harness.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: teamBDev,
+		Annotations: map[string]string{migrate.HNCSubnamespaceOf: teamB}}}))
+	for child, parent := range map[string]string{teamA: org, teamB: org} {
 		must(t, harness.K8s.Create(ctx, hncObject("HierarchyConfiguration", child, migrate.HierarchyName, map[string]any{"parent": parent})))
 	}
 	config := hncObject("HNCConfiguration", "", migrate.HNCConfigName, map[string]any{"resources": []any{
