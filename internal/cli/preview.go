@@ -190,7 +190,7 @@ func changedAnnotations(ctx context.Context, c cluster, kind, ref string, change
 		return input{}, err
 	}
 	if newSync(kind) != nil {
-		return input{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a %s with -f", kind)
+		return input{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a changed %s with -f", kind)
 	}
 	in, err := c.sourceObject(ctx, kind, key)
 	if err != nil {

@@ -9,10 +9,12 @@
 package migrate
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -117,11 +119,7 @@ func (c Controller) refusal(kind string, explicit v1alpha1.Sync) string {
 	case explicit == nil:
 		return ""
 	case explicit.SyncSpec().Kind == v1alpha1.ObjectSyncKind:
-		spec := explicit.SyncSpec()
-		if err := c.ObjectKinds.CheckObjectKind(spec.SourceAPIVersion, spec.SourceKind); err != nil {
-			// The error says what to do: enable the kind (objectSync.kinds), install its CRD.
-			return "no controller would keep the copies as replicas of an ObjectSync: " + err.Error()
-		}
+		return c.objectKindRefusal(explicit.SyncSpec())
 	case explicit.SyncSpec().Kind == v1alpha1.ConfigMapSyncKind && !c.ConfigMapSyncs:
 		return "cmsync runs with --configmapsync=disabled: no controller would keep the copies as replicas of a ConfigMapSync; " +
 			"enable it (chart value controller.configMapSync) first"
@@ -130,6 +128,22 @@ func (c Controller) refusal(kind string, explicit v1alpha1.Sync) string {
 			"enable it (chart value controller.secretSync) first"
 	}
 	return ""
+}
+
+// objectKindRefusal says why the controller would keep no replica of an ObjectSync of
+// spec, or "": its kind is not enabled (--object-kinds), not served, or cluster-scoped.
+func (c Controller) objectKindRefusal(spec v1alpha1.SyncSpec) string {
+	err := c.ObjectKinds.CheckObjectKind(spec.SourceAPIVersion, spec.SourceKind)
+	if err == nil {
+		return ""
+	}
+	gv, _ := schema.ParseGroupVersion(spec.SourceAPIVersion)
+	if _, enabled := c.ObjectKinds[gv.WithKind(spec.SourceKind)]; !enabled {
+		return fmt.Sprintf("cmsync does not copy this kind: %s is not in the controller's --object-kinds; enable it with objectSync.kinds "+
+			"(a copy taken over now would be a replica that no controller keeps)", kindKeyOf(spec.SourceAPIVersion, spec.SourceKind))
+	}
+	// Not served, or cluster-scoped: the controller's own message says what to do.
+	return "no controller would keep the copies as replicas of an ObjectSync: " + err.Error()
 }
 
 // Plan decides a Move for every source of a peer among objects, with the namespaces

@@ -89,9 +89,15 @@ func TestPlanHNC(t *testing.T) {
 	}
 
 	refused := moveOf(t, PlanHNC(h, namespacesNamed("org", "team-a", "team-b-dev"), enabled()), "NetworkPolicy", "org/deny", HNCPeer)
-	if !strings.Contains(refused.Refused, "not enabled for ObjectSync") || !strings.Contains(refused.Refused, "(chart value objectSync.kinds)") ||
+	if !strings.Contains(refused.Refused, "networking.k8s.io/v1/NetworkPolicy is not in the controller's --object-kinds; enable it with objectSync.kinds") ||
 		len(refused.TakeOver) > 0 || refused.ObjectSync != nil {
 		t.Errorf("a kind the controller does not copy: %+v", refused)
+	}
+	notServed := enabled()
+	notServed.ObjectKinds[networkPolicy] = desired.NotServed
+	if m := moveOf(t, PlanHNC(h, namespacesNamed("org", "team-a"), notServed), "NetworkPolicy", "org/deny", HNCPeer); !strings.Contains(m.Refused,
+		"the API server does not serve NetworkPolicy.v1.networking.k8s.io: install its CustomResourceDefinition") {
+		t.Errorf("a kind enabled but not served: %+v", m)
 	}
 }
 

@@ -80,7 +80,7 @@ func TestMigrateFromHNC(t *testing.T) {
 		!sameSet(namespacesOf(deny.TakeOver), []string{teamA, teamB, teamBDev}) || len(deny.Left) != 1 || deny.Left[0].Namespace != stray {
 		t.Errorf("the NetworkPolicy's move: %+v, want an ObjectSync into the three namespaces below %s, their copies taken over, %s's left", deny, org, stray)
 	}
-	if m := moveFrom(t, plan, migrate.HNCPeer, "LimitRange", org+"/limits"); !strings.Contains(m.Refused, "(chart value objectSync.kinds)") ||
+	if m := moveFrom(t, plan, migrate.HNCPeer, "LimitRange", org+"/limits"); !strings.Contains(m.Refused, "enable it with objectSync.kinds") ||
 		!strings.Contains(m.Refused, "v1/LimitRange") {
 		t.Errorf("the LimitRange's move: %+v, want it refused, saying to enable v1/LimitRange", m)
 	}
