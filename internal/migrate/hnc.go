@@ -36,6 +36,10 @@ const (
 	hncPropagatePrefix = "propagate." + HNCGroup + "/"
 )
 
+// maxDestinationNamespaces is the most entries an explicit object's
+// destinationNamespaces holds (its CRD's maxItems).
+const maxDestinationNamespaces = 256
+
 // HNCResource is one entry of HNCConfiguration spec.resources: a resource (a plural,
 // in group) and how HNC synchronizes it.
 type HNCResource struct {
@@ -124,8 +128,14 @@ func (g *hncGroup) move(parents map[string]string, source Object, found bool, na
 		below, copies = append(below, c.GetNamespace()), append(copies, c)
 	}
 	slices.Sort(below)
-	if len(below) == 0 {
+	switch {
+	case len(below) == 0:
 		m.Refused = "none of its copies is in a namespace below " + g.source.Namespace + " in HNC's hierarchy"
+		return m
+	case len(below) > maxDestinationNamespaces:
+		m.Refused = fmt.Sprintf("its copies are in %d namespaces, more than destinationNamespaces holds (%d): write its ObjectSync with a "+
+			"namespaceSelector (HNC's label %s.tree.%s/depth selects the namespaces below it)", len(below), maxDestinationNamespaces,
+			g.source.Namespace, HNCGroup)
 		return m
 	}
 	explicit := explicitOf(HNCPeer, source, source.GetName(), v1alpha1.ReplicaSpec{DestinationNamespaces: below})

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -92,6 +93,15 @@ func TestPlanHNC(t *testing.T) {
 	if !strings.Contains(refused.Refused, "networking.k8s.io/v1/NetworkPolicy is not in the controller's --object-kinds; enable it with objectSync.kinds") ||
 		len(refused.TakeOver) > 0 || refused.ObjectSync != nil {
 		t.Errorf("a kind the controller does not copy: %+v", refused)
+	}
+	wide := HNC{Parents: map[string]string{}, Objects: []Object{networkPolicyObject("org", "deny", nil, nil)}}
+	for i := range maxDestinationNamespaces + 1 {
+		ns := fmt.Sprintf("team-%d", i)
+		wide.Parents[ns] = "org"
+		wide.Objects = append(wide.Objects, networkPolicyObject(ns, "deny", copyLabels, nil))
+	}
+	if m := moveOf(t, PlanHNC(wide, nil, enabled(networkPolicy)), "NetworkPolicy", "org/deny", HNCPeer); !strings.Contains(m.Refused, "257 namespaces") {
+		t.Errorf("copies in more namespaces than destinationNamespaces holds: %+v", m.Refused)
 	}
 	notServed := enabled()
 	notServed.ObjectKinds[networkPolicy] = desired.NotServed
