@@ -189,8 +189,11 @@ func changedAnnotations(ctx context.Context, c cluster, kind, ref string, change
 	if err != nil {
 		return input{}, err
 	}
-	if newSync(kind) != nil {
+	switch {
+	case newSync(kind) != nil:
 		return input{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a changed %s with -f", kind)
+	case isObjectKind(kind):
+		return input{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a changed %s with -f", v1alpha1.ObjectSyncKind)
 	}
 	in, err := c.sourceObject(ctx, kind, key)
 	if err != nil {

@@ -79,6 +79,7 @@ func TestKindAndRef(t *testing.T) {
 		{"networking.k8s.io/v1/networkpolicies", true, "team-a/deny", "", "", `kind "networkpolicies"`},
 		{"v1/ConfigMap", true, "a/b", "", "", "ConfigMaps are copied by"},
 		{"networkpolicy", true, "a/b", "", "", "group/version/Kind for a replica of an ObjectSync"},
+		{"v1/LimitRange,v1/ResourceQuota", true, "a/b", "", "", "name one kind"},
 	} {
 		kind, name, err := kindAndRef(tc.flag, tc.given, tc.ref)
 		switch {

@@ -145,8 +145,11 @@ func parseSourceRef(kind, ref string) (types.NamespacedName, error) {
 func kindOf(flag string) (string, error) {
 	if isObjectKind(flag) {
 		gvk, err := desired.ParseObjectKinds(flag)
-		if err != nil || len(gvk) != 1 {
+		switch {
+		case err != nil:
 			return "", fmt.Errorf("--kind %q: %w", flag, err)
+		case len(gvk) != 1:
+			return "", fmt.Errorf("--kind %q: name one kind", flag)
 		}
 		return objectKindEntry(gvk[0]), nil
 	}

@@ -237,6 +237,9 @@ type clonedSource struct {
 // cloneList selects now.
 func ruleSources(g *kyvernoGenerate, objects []Object) ([]clonedSource, error) {
 	if g.Clone.Name != "" {
+		if g.APIVersion == "" || g.Kind == "" {
+			return nil, fmt.Errorf("generate.apiVersion or generate.kind is not set: an ObjectSync names its kind by group, version and kind")
+		}
 		kind, apiVersion := coreKind(g.APIVersion, g.Kind)
 		want := types.NamespacedName{Namespace: g.Clone.Namespace, Name: g.Clone.Name}
 		for _, obj := range objects {

@@ -207,6 +207,7 @@ func TestPlanKyvernoRefusesWhatIsNotExact(t *testing.T) {
 		{"expressions", "selector: {matchLabels: {tier: team}}", "selector: {matchExpressions: [{key: tier, operator: Exists}]}", "matchExpressions"},
 		{"names and selector", "selector: {matchLabels: {tier: team}}", "selector: {matchLabels: {tier: team}}, names: [a]", "names and a selector"},
 		{"another kind", "kinds: [Namespace], names", "kinds: [Pod], names", "matches kinds [Pod]"},
+		{"no apiVersion", "      apiVersion: networking.k8s.io/v1\n", "", "generate.apiVersion or generate.kind is not set"},
 		{"users", "      - resources: {kinds: [Namespace], names",
 			"      - subjects: [{kind: User, name: x}]\n        resources: {kinds: [Namespace], names", "names users"},
 	} {
