@@ -43,6 +43,7 @@ import (
 // makes the ObjectSync and takes the copies over in place (same uid), and cmsync then
 // keeps them equal to the source.
 func TestMigrateFromHNC(t *testing.T) {
+	harness.SkipOnExistingCluster(t)
 	installCRDs(t, "hnc.x-k8s.io_hncconfigurations.yaml", "hnc.x-k8s.io_hierarchyconfigurations.yaml")
 	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
 	harness.StartController(t, "--object-kinds="+networkPolicies)
@@ -134,6 +135,7 @@ func hncLimitRanges(t *testing.T, src, copyIn string) []client.Object {
 // taking the copies over; a rule with an exclude is refused, naming it. --apply takes
 // the copies over in place, and a namespace labelled later gets cmsync's replica.
 func TestMigrateFromKyvernoClone(t *testing.T) {
+	harness.SkipOnExistingCluster(t)
 	installCRDs(t, "kyverno.io_clusterpolicies.yaml.gz")
 	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
 	harness.StartController(t, "--object-kinds="+networkPolicies)

@@ -145,6 +145,8 @@ func defaultDeny(namespace, name string) *networkingv1.NetworkPolicy {
 // plugin's --controller-namespace. Both go at the end, after the cmsync process.
 func objectKindsRelease(t *testing.T, args ...string) string {
 	t.Helper()
+	// On an existing cluster the release's Pod is the controller, without these flags.
+	harness.SkipOnExistingCluster(t)
 	ctx := context.Background()
 	name := "e2e-objectsync-" + randomSuffix()
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
