@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,13 +42,14 @@ type cluster struct {
 
 func metadataList(kind string) *metav1.PartialObjectMetadataList {
 	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: kind + "List"})
+	gvk := gvkOf(kind)
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	return list
 }
 
 func metadataOf(kind string) *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: kind})
+	obj.SetGroupVersionKind(gvkOf(kind))
 	return obj
 }
 
@@ -105,7 +105,7 @@ func (c cluster) listEverywhere(
 	case err == nil:
 		return list.Items, nil, nil
 	case !apierrors.IsForbidden(err):
-		return nil, nil, fmt.Errorf("listing %ss: %w", kind, err)
+		return nil, nil, fmt.Errorf("listing %ss: %w", kindName(kind), err)
 	}
 	looked = sets.New[string]()
 	for _, ns := range near {
@@ -115,7 +115,7 @@ func (c cluster) listEverywhere(
 			continue
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("listing %ss in namespace %s: %w", kind, ns, err)
+			return nil, nil, fmt.Errorf("listing %ss in namespace %s: %w", kindName(kind), ns, err)
 		}
 		items = append(items, in.Items...)
 		looked.Insert(ns)
@@ -177,7 +177,7 @@ func (c cluster) objectNamed(ctx context.Context, kind, namespace, name string) 
 		return nil, err
 	}
 	if client.IgnoreNotFound(err) != nil {
-		return nil, fmt.Errorf("reading %s %s/%s: %w", kind, namespace, name, err)
+		return nil, fmt.Errorf("reading %s %s/%s: %w", kindName(kind), namespace, name, err)
 	}
 	if err != nil {
 		return nil, nil
@@ -198,29 +198,36 @@ func (c cluster) sourceObject(ctx context.Context, kind string, key types.Namesp
 	case apierrors.IsNotFound(err):
 		return in, nil
 	case !apierrors.IsForbidden(err):
-		return input{}, fmt.Errorf("reading %s %s: %w", kind, key, err)
+		return input{}, fmt.Errorf("reading %s %s: %w", kindName(kind), key, err)
 	}
 	// Allowed its metadata only (an authorizer that tells the two apart): decided
 	// without the content, so the kind's check and the byte budget are not made.
 	obj, err := c.objectNamed(ctx, kind, key.Namespace, key.Name)
 	if apierrors.IsForbidden(err) {
 		return input{}, fmt.Errorf("you may not read %s %s, so cmsync's decision for it cannot be told here (missing: %s)",
-			kind, key, mayGet(kind, key.Namespace))
+			kindName(kind), key, mayGet(kind, key.Namespace))
 	}
 	if err != nil || obj == nil {
 		return in, err
 	}
 	c.missed.add(mayGet(kind, key.Namespace),
-		fmt.Sprintf("the content of %s %s: its kind's checks and its size against --max-replicated-bytes", kind, key))
+		fmt.Sprintf("the content of %s %s: its kind's checks and its size against --max-replicated-bytes", kindName(kind), key))
 	in.meta = obj
 	return in, nil
 }
 
-// syncInput is a ConfigMapSync or SecretSync and the object it names, as far as it
-// exists.
-func (c cluster) syncInput(ctx context.Context, sync v1alpha1.Sync) (input, error) {
+// syncInput is a ConfigMapSync, SecretSync or ObjectSync and the object it names, as
+// far as it exists. The source of an ObjectSync that names a kind the controller
+// refuses (kinds.CheckObjectKind) is not read: the controller reads none either.
+func (c cluster) syncInput(ctx context.Context, sync v1alpha1.Sync, kinds desired.ObjectKinds) (input, error) {
 	spec := sync.SyncSpec()
-	in, err := c.sourceObject(ctx, spec.SourceKind, spec.Source())
+	kind := sourceKindOf(spec)
+	if spec.Kind == v1alpha1.ObjectSyncKind {
+		if err := kinds.CheckObjectKind(spec.SourceAPIVersion, spec.SourceKind); err != nil {
+			return input{kind: kind, key: spec.Source(), sync: sync, refused: err}, nil
+		}
+	}
+	in, err := c.sourceObject(ctx, kind, spec.Source())
 	in.sync = sync
 	return in, err
 }
@@ -231,7 +238,7 @@ func (c cluster) syncInput(ctx context.Context, sync v1alpha1.Sync) (input, erro
 func (c cluster) objectsNamed(
 	ctx context.Context, kind, name string, near []string,
 ) (named map[string]*metav1.PartialObjectMetadata, looked sets.Set[string], err error) {
-	items, looked, err := c.listEverywhere(ctx, kind, near, kind+"s named "+name, client.MatchingFields{"metadata.name": name})
+	items, looked, err := c.listEverywhere(ctx, kind, near, kindName(kind)+"s named "+name, client.MatchingFields{"metadata.name": name})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -243,7 +250,7 @@ func (c cluster) objectsNamed(
 }
 
 // syncs lists the objects of the explicit kind that names sources of kind
-// (ConfigMapSyncs, SecretSyncs); none when its CRD is not installed.
+// (ConfigMapSyncs, SecretSyncs, ObjectSyncs); none when its CRD is not installed.
 func syncs[T desired.Object](ctx context.Context, c cluster, kind desired.Kind[T]) ([]v1alpha1.Sync, error) {
 	list := kind.NewSyncList()
 	err := c.client.List(ctx, list)

@@ -38,7 +38,7 @@ writes nothing, but for migrate --apply.
 
 It decides with the controller's own code, under the controller's policy (the flags
 --namespaces, --exclude-namespaces, --source-namespaces, --max-replicated-bytes,
---reserved-names, --tenant-label, and --secrets, --configmapsync, --secretsync). It reads
+--reserved-names, --tenant-label, and --secrets, --configmapsync, --secretsync, --object-kinds). It reads
 them from the cmsync release in --controller-namespace (default cmsync-system): the
 Deployment there labelled app.kubernetes.io/name=cmsync and app.kubernetes.io/instance,
 as the chart labels it, container cmsync. It reads Deployments in that namespace only
@@ -95,7 +95,7 @@ func (o *options) statusCommand(out io.Writer) *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "status [-A | -n NAMESPACE]",
-		Short: "Every source (ConfigMaps, Secrets, ConfigMapSyncs, SecretSyncs) with its status, synced/targets, last sync and message",
+		Short: "Every source (ConfigMaps, Secrets, ConfigMapSyncs, SecretSyncs, ObjectSyncs) with its status, synced/targets, last sync and message",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := o.open(cmd, reads)
@@ -133,14 +133,14 @@ func (o *options) explainCommand(out io.Writer) *cobra.Command {
 	var kind, in string
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "explain NAMESPACE/NAME (--in NAMESPACE | --all)",
+		Use:   "explain (NAMESPACE/NAME | osync/NAME) (--in NAMESPACE | --all)",
 		Short: "Why a namespace holds, or lacks, a replica of a source, naming the rule that decided",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (in == "") == !all {
 				return fmt.Errorf("give --in NAMESPACE or --all")
 			}
-			k, err := kindOf(kind)
+			k, ref, err := kindAndRef(kind, cmd.Flags().Changed("kind"), args[0])
 			if err != nil {
 				return err
 			}
@@ -148,14 +148,17 @@ func (o *options) explainCommand(out io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			e, err := explain(cmd.Context(), s, k, args[0], in)
+			e, err := explain(cmd.Context(), s, k, ref, in)
 			if err != nil {
 				return err
 			}
 			return o.print(out, e, func(w io.Writer) { printExplanation(w, e) })
 		},
 	}
-	cmd.Flags().StringVar(&kind, "kind", "configmap", "The source's kind: configmap, secret, configmapsync or secretsync (the last two: give its NAME alone).")
+	cmd.Flags().StringVar(&kind, "kind", "configmap",
+		"The source's kind: configmap, secret, configmapsync, secretsync or objectsync (the last three: give its NAME alone, or write KIND/NAME "+
+			"without --kind, e.g. osync/default-deny); or, for a replica of an ObjectSync, its kind as --object-kinds writes it "+
+			"(networking.k8s.io/v1/NetworkPolicy): the ObjectSync that owns it is explained.")
 	cmd.Flags().StringVar(&in, "in", "", "The namespace to explain.")
 	cmd.Flags().BoolVar(&all, "all", false, "Explain every namespace.")
 	return cmd
@@ -189,7 +192,11 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 			if (file == "") == (len(args) == 0) {
 				return fmt.Errorf("give -f SOURCE.yaml, or NAMESPACE/NAME with --set-annotation")
 			}
-			k, err := kindOf(kind)
+			ref := ""
+			if len(args) > 0 {
+				ref = args[0]
+			}
+			k, ref, err := kindAndRef(kind, cmd.Flags().Changed("kind"), ref)
 			if err != nil {
 				return err
 			}
@@ -199,9 +206,9 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 			}
 			var changed input
 			if file != "" {
-				changed, err = changedFromFile(cmd.Context(), s.cluster, file)
+				changed, err = changedFromFile(cmd.Context(), s.cluster, file, s.controller.objectKinds)
 			} else {
-				changed, err = changedAnnotations(cmd.Context(), s.cluster, k, args[0], annotations)
+				changed, err = changedAnnotations(cmd.Context(), s.cluster, k, ref, annotations)
 			}
 			if err != nil {
 				return err
@@ -213,7 +220,7 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 			return o.print(out, p, func(w io.Writer) { printPreview(w, p) })
 		},
 	}
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "The changed source: a ConfigMap, Secret, ConfigMapSync or SecretSync manifest.")
+	cmd.Flags().StringVarP(&file, "filename", "f", "", "The changed source: a ConfigMap, Secret, ConfigMapSync, SecretSync or ObjectSync manifest.")
 	cmd.Flags().StringVar(&kind, "kind", "configmap", "The kind of NAMESPACE/NAME: configmap or secret.")
 	cmd.Flags().StringArrayVar(&annotations, "set-annotation", nil, "KEY=VALUE to set an annotation, KEY- to remove it (repeatable).")
 	return cmd
@@ -269,6 +276,23 @@ func (o *options) print(out io.Writer, v any, table func(io.Writer)) error {
 		return err
 	}
 	return fmt.Errorf("-o %q: must be json or yaml", o.output)
+}
+
+// kindAndRef reads the kind and the name of the object a command is about: --kind and
+// NAMESPACE/NAME (or NAME, for an explicit kind), or, without --kind, kubectl's
+// KIND/NAME for an explicit kind (osync/default-deny, cms/ca). Without --kind, a
+// NAMESPACE/NAME whose namespace is such a kind's name is read as KIND/NAME: a
+// ConfigMap in a namespace named so takes --kind configmap.
+func kindAndRef(kindFlag string, kindGiven bool, ref string) (kind, name string, err error) {
+	if !kindGiven {
+		if prefix, rest, ok := strings.Cut(ref, "/"); ok && !strings.Contains(rest, "/") {
+			if k, err := kindOf(prefix); err == nil && newSync(k) != nil {
+				return k, rest, nil
+			}
+		}
+	}
+	kind, err = kindOf(kindFlag)
+	return kind, ref, err
 }
 
 // printf writes one table line into the tabwriter, whose Flush (returned by print)

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -164,6 +165,9 @@ func controllerFlags(d *appsv1.Deployment) (policyflags.Values, error) {
 		if _, err := values.Runs(); err != nil {
 			return nil, fmt.Errorf("cmsync would not start with them: %w", err)
 		}
+		if _, err := values.ObjectKinds(); err != nil {
+			return nil, fmt.Errorf("cmsync would not start with them: %w", err)
+		}
 		return values, nil
 	}
 	return nil, fmt.Errorf("it has no container named %s", controllerContainer)
@@ -174,7 +178,11 @@ func controllerFlags(d *appsv1.Deployment) (policyflags.Values, error) {
 type controllerView struct {
 	policy desired.Policy
 	runs   policyflags.Runs
-	where  string
+	// enabled are the kinds an ObjectSync may name (--object-kinds); objectKinds what
+	// the API server serves of them (servedKinds), as the controller asks it.
+	enabled     []schema.GroupVersionKind
+	objectKinds desired.ObjectKinds
+	where       string
 	// unread says why the policy is not the controller's ("": it is, read from its
 	// release); basis what it is instead.
 	unread, basis string
@@ -254,7 +262,11 @@ func viewOf(values policyflags.Values, where string) (controllerView, error) {
 	if err != nil {
 		return controllerView{}, err
 	}
-	return controllerView{policy: policy, runs: runs, where: where}, nil
+	enabled, err := values.ObjectKinds()
+	if err != nil {
+		return controllerView{}, err
+	}
+	return controllerView{policy: policy, runs: runs, enabled: enabled, where: where}, nil
 }
 
 // overlay is base with the values of over in place of its own.

@@ -68,6 +68,12 @@ func TestReleaseOf(t *testing.T) {
 			unread: "environment"},
 		{name: "flags cmsync would not start with", ref: controllerRef{namespace: ns}, found: []appsv1.Deployment{release(ns, "cmsync", "--secrets=yes")},
 			unread: `cmsync would not start with them: --secrets="yes"`},
+		{name: "kinds cmsync would not start with", ref: controllerRef{namespace: ns},
+			found:  []appsv1.Deployment{release(ns, "cmsync", "--object-kinds=v1/ConfigMap")},
+			unread: `cmsync would not start with them: --object-kinds entry "v1/ConfigMap": ConfigMaps are copied by`},
+		{name: "the kinds it copies", ref: controllerRef{namespace: ns},
+			found:      []appsv1.Deployment{release(ns, "cmsync", "--object-kinds", "networking.k8s.io/v1/NetworkPolicy")},
+			deployment: "cmsync-system/cmsync", exclude: "kube-system,kube-public,kube-node-lease"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			read, err := releaseOf(tc.ref, tc.found)
@@ -91,7 +97,8 @@ func TestReleaseOf(t *testing.T) {
 }
 
 func TestDecideController(t *testing.T) {
-	values, err := policyflags.FromArgs([]string{"--exclude-namespaces=kube-*,vault", "--tenant-label=tenant", "--secrets=enabled"})
+	values, err := policyflags.FromArgs([]string{"--exclude-namespaces=kube-*,vault", "--tenant-label=tenant", "--secrets=enabled",
+		"--object-kinds=networking.k8s.io/v1/NetworkPolicy"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +157,14 @@ func TestDecideController(t *testing.T) {
 			}
 			if !slices.Equal(view.policy.ExcludeNamespaces, tc.exclude) || view.policy.TenantLabel != tc.tenant || view.runs.Secrets != tc.secrets {
 				t.Errorf("policy %+v, runs %+v", view.policy, view.runs)
+			}
+			// The kinds ObjectSyncs may name are the release's, or none without one.
+			want := 0
+			if tc.read.deployment != "" {
+				want = 1
+			}
+			if len(view.enabled) != want {
+				t.Errorf("enabled kinds %v, want %d", view.enabled, want)
 			}
 		})
 	}

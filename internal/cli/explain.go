@@ -5,8 +5,11 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
 )
 
@@ -41,7 +44,7 @@ type Explanation struct {
 // explain answers for the source kind/ref in the namespace in (every namespace when
 // empty).
 func explain(ctx context.Context, s session, kind, ref, in string) (Explanation, error) {
-	read, err := readSource(ctx, s.cluster, kind, ref)
+	read, err := readSource(ctx, s, kind, ref)
 	if err != nil {
 		return Explanation{}, err
 	}
@@ -103,23 +106,31 @@ func whatIsThere(src source, obj *metav1.PartialObjectMetadata, wanted bool) str
 	case src.owner.Owns(obj):
 		return "stale replica (cmsync deletes it)"
 	case wanted:
-		return "conflict: " + desired.DescribeHolder(src.kind, obj)
+		return "conflict: " + desired.DescribeHolder(kindName(src.kind), obj)
 	}
 	return "another object of that name (not this source's)"
 }
 
 // readSource reads the source kind/ref from the cluster: a ConfigMap or Secret, or a
-// ConfigMapSync or SecretSync and the object it names.
-func readSource(ctx context.Context, c cluster, kind, ref string) (input, error) {
+// ConfigMapSync, SecretSync or ObjectSync and the object it names, or the ObjectSync
+// whose replica ref is.
+func readSource(ctx context.Context, s session, kind, ref string) (input, error) {
+	c := s.cluster
 	key, err := parseSourceRef(kind, ref)
 	if err != nil {
 		return input{}, err
+	}
+	if isObjectKind(kind) {
+		if key, err = c.objectSyncOf(ctx, kind, key); err != nil {
+			return input{}, err
+		}
+		kind = v1alpha1.ObjectSyncKind
 	}
 	if sync := newSync(kind); sync != nil {
 		if err := c.client.Get(ctx, client.ObjectKey{Name: key.Name}, sync); err != nil {
 			return input{}, readError(kind, key.Name, mayGet(kind, ""), err)
 		}
-		return c.syncInput(ctx, sync)
+		return c.syncInput(ctx, sync, s.controller.objectKinds)
 	}
 	in, err := c.sourceObject(ctx, kind, key)
 	if err != nil {
@@ -129,4 +140,24 @@ func readSource(ctx context.Context, c cluster, kind, ref string) (input, error)
 		return input{}, fmt.Errorf("%s %s not found", kind, key)
 	}
 	return in, nil
+}
+
+// objectSyncOf names the ObjectSync whose replica the object of kind at key is: the one
+// its controller owner reference names, as the controller finds its replicas. An object
+// that is no such replica is an error that says how to name an ObjectSync instead.
+func (c cluster) objectSyncOf(ctx context.Context, kind string, key types.NamespacedName) (types.NamespacedName, error) {
+	obj, err := c.objectNamed(ctx, kind, key.Namespace, key.Name)
+	if err != nil {
+		return key, readError(kindName(kind), key.String(), mayGet(kind, key.Namespace), err)
+	}
+	if obj == nil {
+		return key, fmt.Errorf("%s %s not found", kindName(kind), key)
+	}
+	for _, ref := range obj.OwnerReferences {
+		if ref.Kind == v1alpha1.ObjectSyncKind && ref.APIVersion == v1alpha1.GroupVersion.String() && ptr.Deref(ref.Controller, false) {
+			return types.NamespacedName{Name: ref.Name}, nil
+		}
+	}
+	return key, fmt.Errorf("%s %s is no replica of an ObjectSync (no controller owner reference names one): "+
+		"name an ObjectSync as osync/NAME", kindName(kind), key)
 }

@@ -14,10 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/internal/migrate"
 )
 
@@ -38,7 +40,7 @@ func (o *options) migrateCommand(out io.Writer) *cobra.Command {
 	var apply bool
 	cmd := &cobra.Command{
 		Use: "migrate [--apply]",
-		Short: "Move from kubernetes-replicator, reflector or config-syncer: each source's cmsync equivalent, " +
+		Short: "Move from kubernetes-replicator, reflector, config-syncer, HNC or Kyverno generate-clone: each source's cmsync equivalent, " +
 			"the copies cmsync takes over in place, what is left behind; --apply writes it with your rights",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -75,7 +77,9 @@ func (o *options) migrateCommand(out io.Writer) *cobra.Command {
 }
 
 // planMigration reads the metadata of every ConfigMap and Secret (never a value) and
-// every namespace, and plans the moves for the controller as read. Without the rights
+// every namespace, HNC's configuration and tree and Kyverno's ClusterPolicies where
+// they are installed, with the metadata of the kinds they copy, and plans the moves
+// for the controller as read. Without the rights
 // to list them cluster-wide, it plans with what the context's namespace shows.
 func planMigration(ctx context.Context, s session) (Migration, error) {
 	m := Migration{Policy: s.controller.where}
@@ -94,10 +98,16 @@ func planMigration(ctx context.Context, s session) (Migration, error) {
 			objects = append(objects, migrate.Object{Kind: kind, PartialObjectMetadata: &items[i]})
 		}
 	}
-	runs := s.controller.runs
-	m.Moves = migrate.Plan(objects, namespaces, migrate.Controller{
-		Policy: s.controller.policy, Secrets: runs.Secrets, ConfigMapSyncs: runs.ConfigMapSyncs, SecretSyncs: runs.SecretSyncs,
-	})
+	m.Moves = migrate.Plan(objects, namespaces, s.controller.migrateController())
+	hnc, err := planHNC(ctx, s, namespaces, near)
+	if err != nil {
+		return m, err
+	}
+	kyverno, err := planKyverno(ctx, s, namespaces, near)
+	if err != nil {
+		return m, err
+	}
+	m.Moves = slices.Concat(m.Moves, hnc, kyverno)
 	m.NotChecked = s.missed.list()
 	return m, nil
 }
@@ -198,7 +208,8 @@ func applyForm(ctx context.Context, c cluster, move migrate.Move) (migrate.Move,
 // someone edits it (another manager then owns a content field), and repairs it.
 func takeOver(ctx context.Context, c cluster, move migrate.Move, copy migrate.Copy) error {
 	key := types.NamespacedName{Namespace: copy.Namespace, Name: copy.Name}
-	current, content, err := readCopy(ctx, c, move.Kind, key)
+	kind := moveKind(move)
+	current, content, err := readCopy(ctx, c, kind, key)
 	if err != nil {
 		return err
 	}
@@ -213,13 +224,13 @@ func takeOver(ctx context.Context, c cluster, move migrate.Move, copy migrate.Co
 	if ref != nil {
 		metadata["ownerReferences"] = []metav1.OwnerReference{*ref}
 	}
-	applied := map[string]any{"apiVersion": "v1", "kind": move.Kind, "metadata": metadata}
+	applied := map[string]any{"apiVersion": gvkOf(kind).GroupVersion().String(), "kind": move.Kind, "metadata": metadata}
 	maps.Copy(applied, content)
 	raw, err := json.Marshal(applied)
 	if err != nil {
 		return err
 	}
-	obj := metadataOf(move.Kind)
+	obj := metadataOf(kind)
 	obj.Namespace, obj.Name = key.Namespace, key.Name
 	return c.client.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, raw), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
 }
@@ -229,6 +240,14 @@ func takeOver(ctx context.Context, c cluster, move migrate.Move, copy migrate.Co
 // else.
 func readCopy(ctx context.Context, c cluster, kind string, key types.NamespacedName) (metav1.Object, map[string]any, error) {
 	content := map[string]any{}
+	if isObjectKind(kind) {
+		objectKind := desired.NewObjectKind(gvkOf(kind))
+		obj := objectKind.New()
+		if err := c.client.Get(ctx, key, obj); err != nil {
+			return nil, nil, err
+		}
+		return obj, objectKind.Content(obj).Fields, nil
+	}
 	if kind == secretKind {
 		s := &corev1.Secret{}
 		if err := c.client.Get(ctx, key, s); err != nil {
@@ -247,6 +266,14 @@ func readCopy(ctx context.Context, c cluster, kind string, key types.NamespacedN
 	setIf(content, "binaryData", cm.BinaryData, len(cm.BinaryData) > 0)
 	setIf(content, "immutable", cm.Immutable, cm.Immutable != nil)
 	return cm, content, nil
+}
+
+// moveKind is the plugin's name of the kind of a move's source and copies.
+func moveKind(move migrate.Move) string {
+	if move.APIVersion == "" {
+		return move.Kind
+	}
+	return objectKindEntry(schema.FromAPIVersionAndKind(move.APIVersion, move.Kind))
 }
 
 func setIf(m map[string]any, key string, value any, set bool) {

@@ -133,7 +133,7 @@ func (w world) gains(p *Preview, changed source, current sets.Set[string]) sets.
 		obj := w.named[ns]
 		switch {
 		case obj != nil && !changed.owner.Owns(obj):
-			p.Conflicts = append(p.Conflicts, Change{ns, changed.replicaName, desired.DescribeHolder(changed.kind, obj)})
+			p.Conflicts = append(p.Conflicts, Change{ns, changed.replicaName, desired.DescribeHolder(kindName(changed.kind), obj)})
 		case current.Has(key):
 			p.Kept++
 		default:
@@ -144,9 +144,9 @@ func (w world) gains(p *Preview, changed source, current sets.Set[string]) sets.
 }
 
 // changedFromFile reads the changed source from a manifest: a ConfigMap or Secret of
-// the annotation form, or a ConfigMapSync or SecretSync (with the object it names,
-// from the cluster).
-func changedFromFile(ctx context.Context, c cluster, path string) (input, error) {
+// the annotation form, or a ConfigMapSync, SecretSync or ObjectSync (with the object
+// it names, from the cluster, where the controller serves its kind: kinds).
+func changedFromFile(ctx context.Context, c cluster, path string, kinds desired.ObjectKinds) (input, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return input{}, err
@@ -166,7 +166,7 @@ func changedFromFile(ctx context.Context, c cluster, path string) (input, error)
 		}
 		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		return input{kind: typed.Kind, key: key, meta: obj, whole: obj}, nil
-	case v1alpha1.ConfigMapSyncKind, v1alpha1.SecretSyncKind:
+	case v1alpha1.ConfigMapSyncKind, v1alpha1.SecretSyncKind, v1alpha1.ObjectSyncKind:
 		sync := newSync(typed.Kind)
 		if err := yaml.UnmarshalStrict(raw, sync); err != nil {
 			return input{}, fmt.Errorf("%s: %w", path, err)
@@ -177,9 +177,9 @@ func changedFromFile(ctx context.Context, c cluster, path string) (input, error)
 			return input{}, readError(typed.Kind, sync.GetName(), mayGet(typed.Kind, ""), err)
 		}
 		sync.SetUID(existing.GetUID())
-		return c.syncInput(ctx, sync)
+		return c.syncInput(ctx, sync, kinds)
 	}
-	return input{}, fmt.Errorf("%s: kind %q is not a source: give a ConfigMap, a Secret, a ConfigMapSync or a SecretSync", path, typed.Kind)
+	return input{}, fmt.Errorf("%s: kind %q is not a source: give a ConfigMap, a Secret, a ConfigMapSync, a SecretSync or an ObjectSync", path, typed.Kind)
 }
 
 // changedAnnotations reads an existing ConfigMap or Secret source and applies
@@ -189,8 +189,11 @@ func changedAnnotations(ctx context.Context, c cluster, kind, ref string, change
 	if err != nil {
 		return input{}, err
 	}
-	if newSync(kind) != nil {
-		return input{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a %s with -f", kind)
+	switch {
+	case newSync(kind) != nil:
+		return input{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a changed %s with -f", kind)
+	case isObjectKind(kind):
+		return input{}, fmt.Errorf("--set-annotation changes a ConfigMap or Secret; preview a changed %s with -f", v1alpha1.ObjectSyncKind)
 	}
 	in, err := c.sourceObject(ctx, kind, key)
 	if err != nil {

@@ -55,12 +55,15 @@ func (p permission) String() string {
 // resourceOf names the resource of kind as a rule of a Role grants it.
 func resourceOf(kind string) string {
 	switch kind {
-	case v1alpha1.ConfigMapSyncKind, v1alpha1.SecretSyncKind:
+	case v1alpha1.ConfigMapSyncKind, v1alpha1.SecretSyncKind, v1alpha1.ObjectSyncKind:
 		return strings.ToLower(kind) + "s." + v1alpha1.GroupVersion.Group
 	case deploymentKind:
 		return "deployments.apps"
 	}
-	return strings.ToLower(kind) + "s"
+	if gvk := gvkOf(kind); gvk.Group != "" {
+		return pluralOf(gvk.Kind) + "." + gvk.Group
+	}
+	return pluralOf(kindName(kind))
 }
 
 // readError is the error of a read that failed, said plainly when for want of p.

@@ -48,7 +48,10 @@ func (o *options) open(cmd *cobra.Command, u use) (session, error) {
 	if u == reads {
 		return s, nil
 	}
-	s.controller, err = o.controllerView(cmd, c, u == applies)
+	if s.controller, err = o.controllerView(cmd, c, u == applies); err != nil {
+		return s, err
+	}
+	s.controller.objectKinds, err = c.servedKinds(s.controller.enabled)
 	return s, err
 }
 

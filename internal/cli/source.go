@@ -39,16 +39,22 @@ type input struct {
 	key   types.NamespacedName
 	meta  metav1.Object
 	whole client.Object
-	// sync is the ConfigMapSync or SecretSync naming the source; nil for the
-	// annotation form.
+	// sync is the ConfigMapSync, SecretSync or ObjectSync naming the source; nil for
+	// the annotation form.
 	sync v1alpha1.Sync
+	// refused is why the controller serves no ObjectSync naming the source's kind
+	// (desired.ObjectKinds.CheckObjectKind): the source was then not read.
+	refused error
 }
 
 // resolve decides as the controller does, with the controller's own function.
 func resolve(in input, namespaces []desired.Namespace, policy desired.Policy) source {
-	describe := in.kind + " " + in.key.String()
+	describe := kindName(in.kind) + " " + in.key.String()
 	if in.sync != nil {
 		describe = in.sync.SyncSpec().Kind + " " + in.sync.GetName()
+		if in.refused != nil {
+			return source{describe: describe, kind: in.kind, owner: desired.SyncOwner(in.sync), invalid: in.refused}
+		}
 		return resolveAs(describe, in, namespaces, policy)
 	}
 	if !desired.IsActiveSource(in.meta) {
@@ -61,6 +67,9 @@ func resolve(in input, namespaces []desired.Namespace, policy desired.Policy) so
 // resolveAs resolves in as an object of its kind: the one place the plugin turns a
 // kind's name into the controller's Kind.
 func resolveAs(describe string, in input, namespaces []desired.Namespace, policy desired.Policy) source {
+	if isObjectKind(in.kind) {
+		return sourceOf(describe, in.kind, resolveKind(desired.NewObjectKind(gvkOf(in.kind)), in, namespaces, policy))
+	}
 	if in.kind == secretKind {
 		return sourceOf(describe, in.kind, resolveKind(desired.SecretKind{}, in, namespaces, policy))
 	}
@@ -69,6 +78,9 @@ func resolveAs(describe string, in input, namespaces []desired.Namespace, policy
 
 // newObject is an empty object of the replicated kind named kind.
 func newObject(kind string) client.Object {
+	if isObjectKind(kind) {
+		return desired.NewObjectKind(gvkOf(kind)).New()
+	}
 	if kind == secretKind {
 		return desired.SecretKind{}.New()
 	}
@@ -111,8 +123,8 @@ func sourceOf[T desired.Object](describe, kind string, intent desired.Intent[T])
 	}
 }
 
-// parseSourceRef reads "NAMESPACE/NAME" (a ConfigMap or Secret) or, for a
-// ConfigMapSync or SecretSync, "NAME".
+// parseSourceRef reads "NAMESPACE/NAME" (a ConfigMap or Secret, or an object of a kind
+// an ObjectSync copies) or, for a ConfigMapSync, SecretSync or ObjectSync, "NAME".
 func parseSourceRef(kind, ref string) (types.NamespacedName, error) {
 	if newSync(kind) != nil {
 		if strings.Contains(ref, "/") {
@@ -127,8 +139,20 @@ func parseSourceRef(kind, ref string) (types.NamespacedName, error) {
 	return types.NamespacedName{Namespace: namespace, Name: name}, nil
 }
 
-// kindOf reads the --kind flag.
+// kindOf reads the --kind flag: one of the plugin's kinds, or a kind an ObjectSync
+// copies, written as --object-kinds writes it (networking.k8s.io/v1/NetworkPolicy),
+// to name a replica of an ObjectSync.
 func kindOf(flag string) (string, error) {
+	if isObjectKind(flag) {
+		gvk, err := desired.ParseObjectKinds(flag)
+		switch {
+		case err != nil:
+			return "", fmt.Errorf("--kind %q: %w", flag, err)
+		case len(gvk) != 1:
+			return "", fmt.Errorf("--kind %q: name one kind", flag)
+		}
+		return objectKindEntry(gvk[0]), nil
+	}
 	switch strings.ToLower(flag) {
 	case "configmap", "cm", "configmaps":
 		return configMapKind, nil
@@ -138,14 +162,19 @@ func kindOf(flag string) (string, error) {
 		return v1alpha1.ConfigMapSyncKind, nil
 	case "secretsync", "ssync", "secretsyncs":
 		return v1alpha1.SecretSyncKind, nil
+	case "objectsync", "osync", "objectsyncs":
+		return v1alpha1.ObjectSyncKind, nil
 	}
-	return "", fmt.Errorf("--kind %q: must be configmap, secret, configmapsync or secretsync", flag)
+	return "", fmt.Errorf("--kind %q: must be configmap, secret, configmapsync, secretsync, objectsync, "+
+		"or group/version/Kind for a replica of an ObjectSync (networking.k8s.io/v1/NetworkPolicy)", flag)
 }
 
-// newSync returns an empty object of the explicit kind (ConfigMapSync, SecretSync), or
-// nil when kind is not one.
+// newSync returns an empty object of the explicit kind (ConfigMapSync, SecretSync,
+// ObjectSync), or nil when kind is not one.
 func newSync(kind string) v1alpha1.Sync {
 	switch kind {
+	case v1alpha1.ObjectSyncKind:
+		return desired.ObjectKind{}.NewSync()
 	case v1alpha1.ConfigMapSyncKind:
 		return desired.ConfigMapKind{}.NewSync()
 	case v1alpha1.SecretSyncKind:

@@ -20,7 +20,7 @@ type StatusRow struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
-	// Status is Synced, Degraded or Invalid (for a ConfigMapSync or SecretSync: its Ready
+	// Status is Synced, Degraded or Invalid (for a ConfigMapSync, SecretSync or ObjectSync: its Ready
 	// reason), Pending before cmsync reported, Deleting for a source being deleted, or
 	// Unknown in the one row of a kind the user may not list (Name "-").
 	Status string `json:"status"`
@@ -31,8 +31,8 @@ type StatusRow struct {
 	Message  string `json:"message"`
 }
 
-// statusRows lists every source of both kinds and both forms, in namespace (all when
-// empty; a ConfigMapSync or SecretSync is in the namespace of its source). Secrets are
+// statusRows lists every source of both kinds and both forms, and every ObjectSync, in namespace (all when
+// empty; a ConfigMapSync, SecretSync or ObjectSync is in the namespace of its source). Secrets are
 // listed as metadata: their values are never read. A kind the user may not list is
 // one row, Unknown, that names the permission missing.
 func statusRows(ctx context.Context, c cluster, namespace string) ([]StatusRow, error) {
@@ -59,7 +59,12 @@ func statusRows(ctx context.Context, c cluster, namespace string) ([]StatusRow, 
 	if err != nil {
 		return nil, err
 	}
-	return slices.Concat(rows, configMapSyncs, secretSyncs), nil
+	// Every ObjectSync, whichever kind it names: the rows come from their status alone.
+	objectSyncs, err := syncRows(ctx, c, desired.ObjectKind{}, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(rows, configMapSyncs, secretSyncs, objectSyncs), nil
 }
 
 // annotatedRow is a source of the annotation form as its status annotations say, or

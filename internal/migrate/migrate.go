@@ -1,17 +1,20 @@
 // Package migrate decides how the sources and copies of another replicator
-// (mittwald's kubernetes-replicator, emberstack's reflector, AppsCode's config-syncer)
-// become cmsync's: for each source, the cmsync annotations (or the ConfigMapSync or
-// SecretSync, for a peer's pull form) that say the same, the peer features left
-// behind, and which of the peer's copies cmsync takes over in place. Like
+// (mittwald's kubernetes-replicator, emberstack's reflector, AppsCode's config-syncer,
+// HNC's propagation, Kyverno's generate-clone rules) become cmsync's: for each source,
+// the cmsync annotations (or the ConfigMapSync, SecretSync or ObjectSync) that say the
+// same, the peer features left behind, and which of the peer's copies cmsync takes
+// over in place. Like
 // desired, whose decisions it uses for targets and shapes, it is pure:
 // kubectl cmsync migrate reads the cluster, asks Plan, and writes what it answers.
 package migrate
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
@@ -19,17 +22,34 @@ import (
 	"github.com/cmsync/cmsync/desired"
 )
 
-// Object is a ConfigMap's or a Secret's metadata: all migrate reads of the cluster.
+// Object is an object's metadata: all migrate reads of the cluster but HNC's and
+// Kyverno's configuration. APIVersion is "" for a ConfigMap or Secret, the kind's
+// group/version for a kind an ObjectSync copies.
 type Object struct {
-	Kind string
+	Kind       string
+	APIVersion string
 	*metav1.PartialObjectMetadata
+}
+
+// kindKey names the object's kind among all others: "ConfigMap",
+// "networking.k8s.io/v1/NetworkPolicy".
+func (o Object) kindKey() string { return kindKeyOf(o.APIVersion, o.Kind) }
+
+func kindKeyOf(apiVersion, kind string) string {
+	if apiVersion == "" {
+		return kind
+	}
+	return apiVersion + "/" + kind
 }
 
 // Move is what migrating one source of a peer does.
 type Move struct {
-	Peer   string               `json:"peer"`
-	Kind   string               `json:"kind"`
-	Source types.NamespacedName `json:"source"`
+	Peer string `json:"peer"`
+	Kind string `json:"kind"`
+	// APIVersion is the group/version of a kind an ObjectSync copies; "" for a
+	// ConfigMap or Secret.
+	APIVersion string               `json:"apiVersion,omitempty"`
+	Source     types.NamespacedName `json:"source"`
 	// Annotations are the cmsync annotations set on the source, beside the
 	// cmsync.io/replicate=true label (the annotation form); nil with Explicit.
 	Annotations map[string]string `json:"annotations,omitempty"`
@@ -37,6 +57,8 @@ type Move struct {
 	// equivalent (its pull form); see Explicit.
 	ConfigMapSync *v1alpha1.ConfigMapSync `json:"configMapSync,omitempty"`
 	SecretSync    *v1alpha1.SecretSync    `json:"secretSync,omitempty"`
+	// ObjectSync is created for a source of any other kind (HNC, Kyverno).
+	ObjectSync *v1alpha1.ObjectSync `json:"objectSync,omitempty"`
 	// Dropped names the source's peer features cmsync has no equivalent of.
 	Dropped []string `json:"dropped,omitempty"`
 	// Refused says why the source cannot be translated exactly: nothing is applied.
@@ -82,6 +104,9 @@ type Controller struct {
 	// Secrets: it replicates Secrets; ConfigMapSyncs, SecretSyncs: it runs the
 	// explicit form's controller.
 	Secrets, ConfigMapSyncs, SecretSyncs bool
+	// ObjectKinds are the kinds an ObjectSync may name (--object-kinds), with what the
+	// API server serves of them.
+	ObjectKinds desired.ObjectKinds
 }
 
 // refusal says why the controller would keep no replica of a source of kind in the
@@ -93,6 +118,8 @@ func (c Controller) refusal(kind string, explicit v1alpha1.Sync) string {
 			"controller keeps and the admission policy lets no one change; enable Secrets (chart value secrets.enabled=true) first"
 	case explicit == nil:
 		return ""
+	case explicit.SyncSpec().Kind == v1alpha1.ObjectSyncKind:
+		return c.objectKindRefusal(explicit.SyncSpec())
 	case explicit.SyncSpec().Kind == v1alpha1.ConfigMapSyncKind && !c.ConfigMapSyncs:
 		return "cmsync runs with --configmapsync=disabled: no controller would keep the copies as replicas of a ConfigMapSync; " +
 			"enable it (chart value controller.configMapSync) first"
@@ -101,6 +128,22 @@ func (c Controller) refusal(kind string, explicit v1alpha1.Sync) string {
 			"enable it (chart value controller.secretSync) first"
 	}
 	return ""
+}
+
+// objectKindRefusal says why the controller would keep no replica of an ObjectSync of
+// spec, or "": its kind is not enabled (--object-kinds), not served, or cluster-scoped.
+func (c Controller) objectKindRefusal(spec v1alpha1.SyncSpec) string {
+	err := c.ObjectKinds.CheckObjectKind(spec.SourceAPIVersion, spec.SourceKind)
+	if err == nil {
+		return ""
+	}
+	gv, _ := schema.ParseGroupVersion(spec.SourceAPIVersion)
+	if _, enabled := c.ObjectKinds[gv.WithKind(spec.SourceKind)]; !enabled {
+		return fmt.Sprintf("cmsync does not copy this kind: %s is not in the controller's --object-kinds; enable it with objectSync.kinds "+
+			"(a copy taken over now would be a replica that no controller keeps)", kindKeyOf(spec.SourceAPIVersion, spec.SourceKind))
+	}
+	// Not served, or cluster-scoped: the controller's own message says what to do.
+	return "no controller would keep the copies as replicas of an ObjectSync: " + err.Error()
 }
 
 // Plan decides a Move for every source of a peer among objects, with the namespaces
@@ -118,10 +161,15 @@ func Plan(objects []Object, namespaces []desired.Namespace, controller Controlle
 		moves = append(moves, pushMoves(obj, copies, namespaces, controller)...)
 	}
 	moves = append(moves, pullMoves(objects, namespaces, controller)...)
-	slices.SortFunc(moves, func(a, b Move) int {
-		return strings.Compare(a.Kind+"/"+a.Source.String()+"/"+a.Peer, b.Kind+"/"+b.Source.String()+"/"+b.Peer)
-	})
+	sortMoves(moves)
 	return moves
+}
+
+func sortMoves(moves []Move) {
+	slices.SortFunc(moves, func(a, b Move) int {
+		return strings.Compare(kindKeyOf(a.APIVersion, a.Kind)+"/"+a.Source.String()+"/"+a.Peer,
+			kindKeyOf(b.APIVersion, b.Kind)+"/"+b.Source.String()+"/"+b.Peer)
+	})
 }
 
 // New marks the targets of the move that no copy serves (taken over, or in the way).
@@ -154,23 +202,27 @@ func (m Move) Created(sync v1alpha1.Sync) Move {
 	return m
 }
 
-// Explicit is the ConfigMapSync or SecretSync the move creates, or nil.
+// Explicit is the ConfigMapSync, SecretSync or ObjectSync the move creates, or nil.
 func (m Move) Explicit() v1alpha1.Sync {
 	switch {
 	case m.ConfigMapSync != nil:
 		return m.ConfigMapSync
 	case m.SecretSync != nil:
 		return m.SecretSync
+	case m.ObjectSync != nil:
+		return m.ObjectSync
 	}
 	return nil
 }
 
 func (m *Move) setExplicit(sync v1alpha1.Sync) {
-	m.ConfigMapSync, m.SecretSync = nil, nil
+	m.ConfigMapSync, m.SecretSync, m.ObjectSync = nil, nil, nil
 	switch s := sync.(type) {
 	case *v1alpha1.ConfigMapSync:
 		m.ConfigMapSync = s
 	case *v1alpha1.SecretSync:
 		m.SecretSync = s
+	case *v1alpha1.ObjectSync:
+		m.ObjectSync = s
 	}
 }

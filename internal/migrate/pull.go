@@ -94,22 +94,33 @@ func (g *pullGroup) move(namespaces []desired.Namespace, controller Controller) 
 		return m
 	}
 	explicit := g.explicit(filled)
-	m.setExplicit(explicit)
 	m.Dropped = dropped(g.peer, g.source)
-	if why := controller.refusal(g.kind, explicit); why != "" {
-		m.Refused = why
-		m.setExplicit(nil)
-		return m
-	}
-	r := resolve(g.kind, m.Source, g.source, explicit, namespaces, controller.Policy)
-	if r.invalid != nil {
-		m.Refused = "cmsync would refuse it: " + r.invalid.Error()
-		m.setExplicit(nil)
+	r, ok := m.planExplicit(explicit, g.source, namespaces, controller)
+	if !ok {
 		return m
 	}
 	m.owner = r.owner
 	m.classify(copies, r, nil)
 	return m
+}
+
+// planExplicit sets explicit as the move's form, and resolves it as the controller
+// would; not ok when the controller would keep no replica of it, or refuse it: the
+// move is then refused, saying why, and has no form.
+func (m *Move) planExplicit(explicit v1alpha1.Sync, source Object, namespaces []desired.Namespace, controller Controller) (resolved, bool) {
+	m.setExplicit(explicit)
+	if why := controller.refusal(m.Kind, explicit); why != "" {
+		m.Refused = why
+		m.setExplicit(nil)
+		return resolved{}, false
+	}
+	r := resolve(m.Kind, m.Source, source, explicit, namespaces, controller.Policy)
+	if r.invalid != nil {
+		m.Refused = "cmsync would refuse it: " + r.invalid.Error()
+		m.setExplicit(nil)
+		return resolved{}, false
+	}
+	return r, true
 }
 
 // refusedBy says why the peer does not fill copy from its source ("" when it does):
@@ -148,17 +159,7 @@ func matchesAny(patterns, namespace string) bool {
 
 // explicit is the ConfigMapSync or SecretSync of the group into namespaces.
 func (g *pullGroup) explicit(namespaces []string) v1alpha1.Sync {
-	replicas := v1alpha1.ReplicaSpec{DestinationNamespaces: namespaces}
-	if g.name != g.source.GetName() {
-		replicas.TargetName = g.name
-	}
-	meta := metav1.ObjectMeta{Name: syncName(g.peer, g.source, g.name)}
-	if g.kind == (desired.SecretKind{}).Name() {
-		return &v1alpha1.SecretSync{ObjectMeta: meta,
-			Spec: v1alpha1.SecretSyncSpec{SourceNamespace: g.source.GetNamespace(), SecretName: g.source.GetName(), ReplicaSpec: replicas}}
-	}
-	return &v1alpha1.ConfigMapSync{ObjectMeta: meta,
-		Spec: v1alpha1.ConfigMapSyncSpec{SourceNamespace: g.source.GetNamespace(), ConfigMapName: g.source.GetName(), ReplicaSpec: replicas}}
+	return explicitOf(g.peer, g.source, g.name, v1alpha1.ReplicaSpec{DestinationNamespaces: namespaces})
 }
 
 // syncName names the explicit object after the source (and the copies' name, where it

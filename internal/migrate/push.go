@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -274,19 +274,20 @@ type resolved struct {
 
 // resolve decides, as the controller does (desired.Resolve), the owner, the replica
 // name and the target namespaces of a source of kind from its metadata (meta; nil
-// when it does not exist) and, for the explicit form, the object naming it.
+// when it does not exist) and, for the explicit form, the object naming it. An
+// ObjectSync's source is resolved as an object of the kind it names.
 func resolve(kind string, source types.NamespacedName, meta metav1.Object, sync v1alpha1.Sync, namespaces []desired.Namespace, policy desired.Policy) resolved {
 	var r resolved
 	var spec desired.TargetSpec
 	var origin desired.Origin
-	if kind == (desired.SecretKind{}).Name() {
-		i := desired.Resolve(desired.SecretKind{}, desired.Source[*corev1.Secret]{Key: source, Meta: meta, Sync: sync}, namespaces, policy)
-		r = resolved{owner: i.Owner, name: i.ReplicaName, targets: i.Targets.Namespaces, invalid: i.Invalid}
-		spec, origin = i.Spec, i.Origin
-	} else {
-		i := desired.Resolve(desired.ConfigMapKind{}, desired.Source[*corev1.ConfigMap]{Key: source, Meta: meta, Sync: sync}, namespaces, policy)
-		r = resolved{owner: i.Owner, name: i.ReplicaName, targets: i.Targets.Namespaces, invalid: i.Invalid}
-		spec, origin = i.Spec, i.Origin
+	switch {
+	case sync != nil && sync.SyncSpec().Kind == v1alpha1.ObjectSyncKind:
+		gv, _ := schema.ParseGroupVersion(sync.SyncSpec().SourceAPIVersion)
+		r, spec, origin = resolveKind(desired.NewObjectKind(gv.WithKind(kind)), source, meta, sync, namespaces, policy)
+	case kind == (desired.SecretKind{}).Name():
+		r, spec, origin = resolveKind(desired.SecretKind{}, source, meta, sync, namespaces, policy)
+	default:
+		r, spec, origin = resolveKind(desired.ConfigMapKind{}, source, meta, sync, namespaces, policy)
 	}
 	r.why = func(namespace string) string {
 		for _, ns := range namespaces {
@@ -297,4 +298,12 @@ func resolve(kind string, source types.NamespacedName, meta metav1.Object, sync 
 		return "the namespace was not found"
 	}
 	return r
+}
+
+// resolveKind is desired.Resolve of a source of kind, read as metadata only.
+func resolveKind[T desired.Object](kind desired.Kind[T], source types.NamespacedName, meta metav1.Object, sync v1alpha1.Sync,
+	namespaces []desired.Namespace, policy desired.Policy,
+) (resolved, desired.TargetSpec, desired.Origin) {
+	i := desired.Resolve(kind, desired.Source[T]{Key: source, Meta: meta, Sync: sync}, namespaces, policy)
+	return resolved{owner: i.Owner, name: i.ReplicaName, targets: i.Targets.Namespaces, invalid: i.Invalid}, i.Spec, i.Origin
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cmsync/cmsync/desired"
 )
@@ -59,6 +60,7 @@ var (
 	Secrets       = Flag{"secrets", modeDisabled, "Replicate labelled Secrets too: enabled or disabled."}
 	ConfigMapSync = Flag{"configmapsync", modeAuto, "Run the ConfigMapSync controller: auto, enabled or disabled."}
 	SecretSync    = Flag{"secretsync", modeAuto, "Run the SecretSync controller (with --secrets=enabled): auto, enabled or disabled."}
+	ObjectKinds   = Flag{"object-kinds", "", "Kinds an ObjectSync may copy: a comma list of group/version/Kind; empty: none."}
 )
 
 // The values of the Kinds flags.
@@ -69,7 +71,7 @@ const (
 )
 
 // Kinds are the flags that say which kinds and forms the controller runs (Runs).
-var Kinds = []Flag{Secrets, ConfigMapSync, SecretSync}
+var Kinds = []Flag{Secrets, ConfigMapSync, SecretSync, ObjectKinds}
 
 // BoolFlags are the controller's flags that take no value of their own ("--leader-elect",
 // never "--leader-elect true"): FromArgs must know them to tell a flag's value from the
@@ -187,6 +189,12 @@ type Runs struct {
 	// running: the form's objects exist only where its CRD is installed, and cmsync
 	// starts the form's controller once it is.
 	ConfigMapSyncs, SecretSyncs bool
+}
+
+// ObjectKinds parses --object-kinds as the controller does: the kinds an ObjectSync may
+// name, before the API server is asked what it serves of them.
+func (v Values) ObjectKinds() ([]schema.GroupVersionKind, error) {
+	return desired.ParseObjectKinds(v[ObjectKinds.Name])
 }
 
 // Runs parses the Kinds flags as the controller checks them; an error names the flag.

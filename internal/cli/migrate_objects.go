@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/cmsync/cmsync/desired"
+	"github.com/cmsync/cmsync/internal/migrate"
+)
+
+// HNC's and Kyverno's kinds the plugin reads.
+var (
+	hncConfigKind    = schema.GroupVersionKind{Group: migrate.HNCGroup, Version: migrate.HNCVersion, Kind: "HNCConfiguration"}
+	hierarchyKind    = schema.GroupVersionKind{Group: migrate.HNCGroup, Version: migrate.HNCVersion, Kind: "HierarchyConfiguration"}
+	clusterPolicyGVK = schema.FromAPIVersionAndKind(migrate.KyvernoAPIVersion, migrate.ClusterPolicyKind)
+)
+
+// planHNC plans the moves of what HNC propagated: it reads HNC's configuration, its
+// tree and the objects of every kind HNC propagates. Without HNC's CRDs there is none.
+func planHNC(ctx context.Context, s session, namespaces []desired.Namespace, near []string) ([]migrate.Move, error) {
+	config := &unstructured.Unstructured{}
+	config.SetGroupVersionKind(hncConfigKind)
+	err := s.client.Get(ctx, client.ObjectKey{Name: migrate.HNCConfigName}, config)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, nil
+	case apierrors.IsForbidden(err):
+		s.missed.add(mayGet(objectKindEntry(hncConfigKind), ""), "HNC's configuration (HNCConfiguration config): what HNC propagated")
+		return nil, nil
+	case client.IgnoreNotFound(err) != nil:
+		return nil, fmt.Errorf("reading HNCConfiguration %s: %w", migrate.HNCConfigName, err)
+	}
+	parents, err := hncParents(ctx, s)
+	if err != nil || parents == nil {
+		return nil, err
+	}
+	h := migrate.HNC{Parents: parents}
+	for _, kind := range hncKinds(s.cluster, config) {
+		objects, err := objectsOf(ctx, s.cluster, kind, near, "objects HNC propagated")
+		if err != nil {
+			return nil, err
+		}
+		h.Objects = append(h.Objects, objects...)
+	}
+	return migrate.PlanHNC(h, namespaces, s.controller.migrateController()), nil
+}
+
+// hncParents reads HNC's tree: each namespace's parent, from its HierarchyConfiguration.
+// nil: the user may not read them (recorded).
+func hncParents(ctx context.Context, s session) (map[string]string, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(hierarchyKind.GroupVersion().WithKind(hierarchyKind.Kind + "List"))
+	err := s.client.List(ctx, list)
+	if apierrors.IsForbidden(err) {
+		s.missed.add(mayList(objectKindEntry(hierarchyKind), ""), "HNC's hierarchy (HierarchyConfigurations): where HNC propagated")
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing HNC's HierarchyConfigurations: %w", err)
+	}
+	parents := map[string]string{}
+	for _, h := range list.Items {
+		if parent, _, _ := unstructured.NestedString(h.Object, "spec", "parent"); h.GetName() == migrate.HierarchyName && parent != "" {
+			parents[h.GetNamespace()] = parent
+		}
+	}
+	// A subnamespace's annotation is HNC's truth for its parent, which HNC copies into
+	// the HierarchyConfiguration on its next pass.
+	namespaces := metadataList(namespaceKind)
+	if err := s.client.List(ctx, namespaces); client.IgnoreNotFound(err) != nil && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	for _, ns := range namespaces.Items {
+		if parent := ns.Annotations[migrate.HNCSubnamespaceOf]; parent != "" && ns.DeletionTimestamp == nil {
+			parents[ns.Name] = parent
+		}
+	}
+	return parents, nil
+}
+
+// hncKinds are the kinds HNC propagates: those its configuration's spec.resources set
+// to propagate, and Roles and RoleBindings always, as the API server names them.
+func hncKinds(c cluster, config *unstructured.Unstructured) []string {
+	resources := migrate.HNCEnforced
+	entries, _, _ := unstructured.NestedSlice(config.Object, "spec", "resources")
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		group, _ := m["group"].(string)
+		resource, _ := m["resource"].(string)
+		mode, _ := m["mode"].(string)
+		resources = append(resources, migrate.HNCResource{Group: group, Resource: resource, Mode: mode})
+	}
+	kinds := sets.New[string]()
+	for _, r := range resources {
+		if !r.HNCPropagates() {
+			continue
+		}
+		gvk, err := c.client.RESTMapper().KindFor(schema.GroupVersionResource{Group: r.Group, Resource: r.Resource})
+		if err == nil {
+			kinds.Insert(pluginKindOf(gvk))
+		}
+	}
+	return sets.List(kinds)
+}
+
+// pluginKindOf is the plugin's name of gvk: ConfigMap and Secret by name, others as
+// --object-kinds writes them.
+func pluginKindOf(gvk schema.GroupVersionKind) string {
+	if gvk.Group == "" && (gvk.Kind == configMapKind || gvk.Kind == secretKind) {
+		return gvk.Kind
+	}
+	return objectKindEntry(gvk)
+}
+
+// objectsOf lists the metadata of every object of kind as migrate reads it; none when
+// the API server does not serve the kind.
+func objectsOf(ctx context.Context, c cluster, kind string, near []string, what string) ([]migrate.Object, error) {
+	items, _, err := c.listEverywhere(ctx, kind, near, what+" ("+kindName(kind)+")")
+	if meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	apiVersion := ""
+	if isObjectKind(kind) {
+		apiVersion = gvkOf(kind).GroupVersion().String()
+	}
+	objects := make([]migrate.Object, 0, len(items))
+	for i := range items {
+		objects = append(objects, migrate.Object{Kind: kindName(kind), APIVersion: apiVersion, PartialObjectMetadata: &items[i]})
+	}
+	return objects, nil
+}
+
+// planKyverno plans the moves of Kyverno's generate-clone rules: it reads the
+// ClusterPolicies and the objects of every kind their clone rules copy. Without
+// Kyverno's CRDs there is none.
+func planKyverno(ctx context.Context, s session, namespaces []desired.Namespace, near []string) ([]migrate.Move, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(clusterPolicyGVK.GroupVersion().WithKind(clusterPolicyGVK.Kind + "List"))
+	err := s.client.List(ctx, list)
+	switch {
+	case meta.IsNoMatchError(err):
+		return nil, nil
+	case apierrors.IsForbidden(err):
+		s.missed.add(mayList(objectKindEntry(clusterPolicyGVK), ""), "Kyverno's ClusterPolicies: their generate-clone rules")
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing Kyverno's ClusterPolicies: %w", err)
+	}
+	k := migrate.Kyverno{}
+	for i := range list.Items {
+		k.Policies = append(k.Policies, &list.Items[i])
+	}
+	for _, entry := range migrate.KyvernoKinds(k.Policies) {
+		objects, err := objectsOf(ctx, s.cluster, pluginKindOf(gvkOf(entry)), near, "objects Kyverno's clone rules copy")
+		if err != nil {
+			return nil, err
+		}
+		k.Objects = append(k.Objects, objects...)
+	}
+	return migrate.PlanKyverno(k, namespaces, s.controller.migrateController()), nil
+}
+
+// migrateController is the controller as migrate plans for it.
+func (v controllerView) migrateController() migrate.Controller {
+	return migrate.Controller{
+		Policy: v.policy, Secrets: v.runs.Secrets, ConfigMapSyncs: v.runs.ConfigMapSyncs, SecretSyncs: v.runs.SecretSyncs,
+		ObjectKinds: v.objectKinds,
+	}
+}
