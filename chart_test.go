@@ -343,8 +343,9 @@ func helmBinary(t *testing.T) string {
 // sets (--set each), and returns its objects; or helm's error output.
 func renderChart(t *testing.T, sets ...string) ([]map[string]any, error) {
 	t.Helper()
-	args := []string{"template", "cmsync", "deploy/chart/cmsync", "--namespace", "cmsync-system",
-		"--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy"}
+	args := make([]string, 0, 7+2*len(sets))
+	args = append(args, "template", "cmsync", "deploy/chart/cmsync", "--namespace", "cmsync-system",
+		"--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}

@@ -162,7 +162,8 @@ func TestObjectSyncFansOutANetworkPolicyAndCleansUp(t *testing.T) {
 // of its ClusterRole.
 func chartClusterRoleRules(t *testing.T, sets ...string) []rbacv1.PolicyRule {
 	t.Helper()
-	args := []string{"template", "cmsync", "../../deploy/chart/cmsync", "--namespace", harness.ReleaseNamespace, "--show-only", "templates/rbac.yaml"}
+	args := make([]string, 0, 7+2*len(sets))
+	args = append(args, "template", "cmsync", "../../deploy/chart/cmsync", "--namespace", harness.ReleaseNamespace, "--show-only", "templates/rbac.yaml")
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}

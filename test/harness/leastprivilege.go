@@ -42,8 +42,11 @@ var mayGoUnused = map[permission]bool{{"events.k8s.io", "events", "patch"}: true
 func mayGoUnusedOnObjectKind(p permission) bool {
 	own := p.group == "" && (p.resource == "configmaps" || p.resource == "secrets" || p.resource == "namespaces") ||
 		p.group == "events.k8s.io" || p.group == "cmsync.io"
-	return p.verb == "patch" && !own
+	return p.verb == mayGoUnusedVerb && !own
 }
+
+// mayGoUnusedVerb is the verb of mayGoUnusedOnObjectKind.
+const mayGoUnusedVerb = "patch"
 
 // checkedWithin are grants the API server checks within another request, which its
 // audit log records as that request alone: escalate on Roles within a create or update
@@ -51,9 +54,14 @@ func mayGoUnusedOnObjectKind(p permission) bool {
 // (RBAC's escalation check). A write of cmsync's of that kind uses them;
 // TestObjectSyncRolesNeedTheChartsEscalateAndBind shows the same writes refused without.
 var checkedWithin = map[permission][]permission{
-	{rbacv1.GroupName, "roles", "escalate"}:    {{rbacv1.GroupName, "roles", "create"}, {rbacv1.GroupName, "roles", "update"}},
-	{rbacv1.GroupName, "roles", "bind"}:        {{rbacv1.GroupName, "rolebindings", "create"}, {rbacv1.GroupName, "rolebindings", "update"}},
-	{rbacv1.GroupName, "clusterroles", "bind"}: {{rbacv1.GroupName, "rolebindings", "create"}, {rbacv1.GroupName, "rolebindings", "update"}},
+	{rbacv1.GroupName, "roles", "escalate"}:    writesOf("roles"),
+	{rbacv1.GroupName, "roles", "bind"}:        writesOf("rolebindings"),
+	{rbacv1.GroupName, "clusterroles", "bind"}: writesOf("rolebindings"),
+}
+
+// writesOf are a create and an update of resource of the RBAC group.
+func writesOf(resource string) []permission {
+	return []permission{{rbacv1.GroupName, resource, "create"}, {rbacv1.GroupName, resource, "update"}}
 }
 
 // usedWithin tells whether a request cmsync made used p within it (checkedWithin).
