@@ -238,6 +238,14 @@ func TestObjectSyncRolesNeedTheChartsEscalateAndBind(t *testing.T) {
 	if !grantsVerb(withGrants, "escalate") || !grantsVerb(withGrants, "bind") {
 		t.Fatalf("with Role and RoleBinding listed the chart grants no escalate or bind: %+v", withGrants)
 	}
+	// The install notes say what that gives cmsync, and whoever may create ObjectSyncs.
+	notes, err := harness.Helm("get", "notes", harness.Release, "--namespace", harness.ReleaseNamespace)
+	must(t, err)
+	if said := strings.Join(strings.Fields(notes), " "); !strings.Contains(said,
+		"RIGHTS: with Role and RoleBinding listed, cmsync holds escalate on Roles and bind on Roles and ClusterRoles: "+
+			"it can put any right into the namespaces it serves, and so can whoever may create ObjectSyncs, through it.") {
+		t.Errorf("the install notes do not say what listing Role and RoleBinding gives:\n%s", notes)
+	}
 	ctx := context.Background()
 	platform, team, taken := harness.NewNamespace(t, "platform", nil), harness.NewNamespace(t, "team", nil), harness.NewNamespace(t, "team", nil)
 	// More than cmsync holds: deleting Deployments, and binding the admin ClusterRole.
