@@ -87,7 +87,7 @@ func takeOverPatch(t *testing.T, sync *v1alpha1.ObjectSync, change map[string]an
 func TestObjectSyncReplicasAreProtected(t *testing.T) {
 	harness.StartController(t, "--object-kinds="+objectKinds)
 	ctx := context.Background()
-	platform, team := harness.NewNamespace(t, "platform", nil), harness.NewNamespace(t, "guarded", nil)
+	platform, team := harness.NewNamespace(t, "osync-platform", nil), harness.NewNamespace(t, "osync-guarded", nil)
 	source := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: "default-deny"}}
 	must(t, harness.K8s.Create(ctx, source))
 	newObjectSync(t, v1alpha1.ObjectSource{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy", Namespace: platform, Name: "default-deny"}, team)
@@ -166,7 +166,7 @@ func TestObjectSyncReplicasAreProtected(t *testing.T) {
 func TestTenantCannotPushANetworkPolicyThroughCmsync(t *testing.T) {
 	c := harness.StartController(t, "--object-kinds="+objectKinds)
 	ctx := context.Background()
-	own, other, platform := harness.NewNamespace(t, "tenant", nil), harness.NewNamespace(t, "victim", nil), harness.NewNamespace(t, "platform", nil)
+	own, other, platform := harness.NewNamespace(t, "osync-tenant", nil), harness.NewNamespace(t, "osync-victim", nil), harness.NewNamespace(t, "osync-platform", nil)
 	harness.DeleteSourcesAtEnd(t, []string{own})
 	tenant := editorIn(t, own)
 	tail := harness.NewAuditTail(t)

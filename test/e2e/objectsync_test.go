@@ -97,8 +97,8 @@ func expectReplicaOf(t *testing.T, replica client.Object, source types.Namespace
 func TestObjectSyncFansOutANetworkPolicyAndCleansUp(t *testing.T) {
 	harness.StartController(t, "--object-kinds="+objectKinds)
 	ctx := context.Background()
-	platform := harness.NewNamespace(t, "platform", nil)
-	a, b, taken := harness.NewNamespace(t, "team", nil), harness.NewNamespace(t, "team", nil), harness.NewNamespace(t, "team", nil)
+	platform := harness.NewNamespace(t, "osync-platform", nil)
+	a, b, taken := harness.NewNamespace(t, "osync-team", nil), harness.NewNamespace(t, "osync-team", nil), harness.NewNamespace(t, "osync-team", nil)
 	theirs := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: "default-deny"},
 		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}}}
 	must(t, harness.K8s.Create(ctx, theirs))
@@ -247,7 +247,7 @@ func TestObjectSyncRolesNeedTheChartsEscalateAndBind(t *testing.T) {
 		t.Errorf("the install notes do not say what listing Role and RoleBinding gives:\n%s", notes)
 	}
 	ctx := context.Background()
-	platform, team, taken := harness.NewNamespace(t, "platform", nil), harness.NewNamespace(t, "team", nil), harness.NewNamespace(t, "team", nil)
+	platform, team, taken := harness.NewNamespace(t, "osync-platform", nil), harness.NewNamespace(t, "osync-team", nil), harness.NewNamespace(t, "osync-team", nil)
 	// More than cmsync holds: deleting Deployments, and binding the admin ClusterRole.
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: "deployer"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "delete"}}}}
