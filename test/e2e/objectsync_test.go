@@ -35,6 +35,11 @@ const objectKinds = "networking.k8s.io/v1/NetworkPolicy,rbac.authorization.k8s.i
 // objectSyncChartValue lists objectKinds in the chart's values (--set).
 const objectSyncChartValue = "objectSync.kinds={" + objectKinds + "}"
 
+// withoutWatchList has cmsync's informers LIST and WATCH, as against an API server
+// without streaming lists: the ObjectSync scenarios work the same, and the
+// least-privilege audit sees cmsync use its list permissions on the kinds.
+var withoutWatchList = []string{"KUBE_FEATURE_WatchListClient=false"}
+
 // newObjectSync creates an ObjectSync of source into the namespaces named, and deletes
 // it when the test ends.
 func newObjectSync(t *testing.T, source v1alpha1.ObjectSource, namespaces ...string) *v1alpha1.ObjectSync {
@@ -95,7 +100,7 @@ func expectReplicaOf(t *testing.T, replica client.Object, source types.Namespace
 // the same name is left alone and reported, a change of the source reaches every
 // replica, a narrowing deletes a replica and the ObjectSync's deletion the rest.
 func TestObjectSyncFansOutANetworkPolicyAndCleansUp(t *testing.T) {
-	harness.StartController(t, "--object-kinds="+objectKinds)
+	harness.StartControllerWithEnv(t, withoutWatchList, "--object-kinds="+objectKinds)
 	ctx := context.Background()
 	platform := harness.NewNamespace(t, "osync-platform", nil)
 	a, b, taken := harness.NewNamespace(t, "osync-team", nil), harness.NewNamespace(t, "osync-team", nil), harness.NewNamespace(t, "osync-team", nil)
@@ -303,7 +308,7 @@ func TestObjectSyncRolesNeedTheChartsEscalateAndBind(t *testing.T) {
 	}
 
 	// The chart's grants, with Role and RoleBinding listed: the copies are made.
-	harness.StartController(t, "--object-kinds="+objectKinds)
+	harness.StartControllerWithEnv(t, withoutWatchList, "--object-kinds="+objectKinds)
 	waitForObjectSyncStatus(t, roles, "1/2", v1alpha1.ReasonDegraded)
 	waitForObjectSyncStatus(t, bindings, "1/2", v1alpha1.ReasonDegraded)
 	replica, replicaBinding := &rbacv1.Role{}, &rbacv1.RoleBinding{}
