@@ -166,7 +166,8 @@ func TestObjectSyncReplicasAreProtected(t *testing.T) {
 func TestTenantCannotPushANetworkPolicyThroughCmsync(t *testing.T) {
 	c := harness.StartController(t, "--object-kinds="+objectKinds)
 	ctx := context.Background()
-	own, other, platform := harness.NewNamespace(t, "osync-tenant", nil), harness.NewNamespace(t, "osync-victim", nil), harness.NewNamespace(t, "osync-platform", nil)
+	own, other := harness.NewNamespace(t, "osync-tenant", nil), harness.NewNamespace(t, "osync-victim", nil)
+	platform := harness.NewNamespace(t, "osync-platform", nil)
 	harness.DeleteSourcesAtEnd(t, []string{own})
 	tenant := editorIn(t, own)
 	tail := harness.NewAuditTail(t)

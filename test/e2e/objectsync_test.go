@@ -103,7 +103,8 @@ func TestObjectSyncFansOutANetworkPolicyAndCleansUp(t *testing.T) {
 	harness.StartControllerWithEnv(t, withoutWatchList, "--object-kinds="+objectKinds)
 	ctx := context.Background()
 	platform := harness.NewNamespace(t, "osync-platform", nil)
-	a, b, taken := harness.NewNamespace(t, "osync-team", nil), harness.NewNamespace(t, "osync-team", nil), harness.NewNamespace(t, "osync-team", nil)
+	a, b := harness.NewNamespace(t, "osync-team", nil), harness.NewNamespace(t, "osync-team", nil)
+	taken := harness.NewNamespace(t, "osync-team", nil)
 	theirs := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: taken, Name: "default-deny"},
 		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}}}
 	must(t, harness.K8s.Create(ctx, theirs))
@@ -252,7 +253,8 @@ func TestObjectSyncRolesNeedTheChartsEscalateAndBind(t *testing.T) {
 		t.Errorf("the install notes do not say what listing Role and RoleBinding gives:\n%s", notes)
 	}
 	ctx := context.Background()
-	platform, team, taken := harness.NewNamespace(t, "osync-platform", nil), harness.NewNamespace(t, "osync-team", nil), harness.NewNamespace(t, "osync-team", nil)
+	platform := harness.NewNamespace(t, "osync-platform", nil)
+	team, taken := harness.NewNamespace(t, "osync-team", nil), harness.NewNamespace(t, "osync-team", nil)
 	// More than cmsync holds: deleting Deployments, and binding the admin ClusterRole.
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: "deployer"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "delete"}}}}
