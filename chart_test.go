@@ -2,13 +2,20 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cmsync/cmsync/replicator"
@@ -316,5 +323,233 @@ func TestChartMemoryHoldsWhatWasMeasured(t *testing.T) {
 		if (p.Mode != "scoped" || p.Namespaces <= 100) && limitMiB < p.Memory.PeakMiB {
 			t.Errorf("%s mode at %d namespaces peaked at %.0f MiB, over the chart's default limit %v", p.Mode, p.Namespaces, p.Memory.PeakMiB, limit)
 		}
+	}
+}
+
+// helmBinary is the pinned helm (HELM, or hack/tool.sh's build of it).
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	if helm := os.Getenv("HELM"); helm != "" {
+		return helm
+	}
+	out, err := exec.Command("hack/tool.sh", "helm").Output()
+	if err != nil {
+		t.Fatalf("hack/tool.sh helm: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// renderChart runs helm template on the chart, with ValidatingAdmissionPolicy served and
+// sets (--set each), and returns its objects; or helm's error output.
+func renderChart(t *testing.T, sets ...string) ([]map[string]any, error) {
+	t.Helper()
+	args := make([]string, 0, 7+2*len(sets))
+	args = append(args, "template", "cmsync", "deploy/chart/cmsync", "--namespace", "cmsync-system",
+		"--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	out, err := exec.Command(helmBinary(t), args...).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, out)
+	}
+	var objects []map[string]any
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		obj := map[string]any{}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("helm template %v: %v\n%s", sets, err, doc)
+		}
+		if len(obj) > 0 {
+			objects = append(objects, obj)
+		}
+	}
+	return objects, nil
+}
+
+// rendered is what the tests read of a rendering: cmsync's arguments, the rules of its
+// ClusterRole and of each namespace's Role, and the protect-replicas policy's resource rules.
+type rendered struct {
+	args          []string
+	clusterRules  []rbacv1.PolicyRule
+	roleRules     map[string][]rbacv1.PolicyRule
+	admissionKind []admissionv1.NamedRuleWithOperations
+}
+
+// renderFor renders the chart with sets, failing the test if helm does.
+func renderFor(t *testing.T, sets ...string) rendered {
+	t.Helper()
+	objects, err := renderChart(t, sets...)
+	if err != nil {
+		t.Fatalf("helm template %v: %v", sets, err)
+	}
+	r := rendered{roleRules: map[string][]rbacv1.PolicyRule{}}
+	for _, obj := range objects {
+		raw, _ := json.Marshal(obj)
+		name, _ := chartValue(obj, "metadata.name")
+		switch obj["kind"] {
+		case "Deployment":
+			var d appsv1.Deployment
+			must(t, json.Unmarshal(raw, &d))
+			r.args = d.Spec.Template.Spec.Containers[0].Args
+		case "ClusterRole":
+			var role rbacv1.ClusterRole
+			must(t, json.Unmarshal(raw, &role))
+			if name == "cmsync" {
+				r.clusterRules = role.Rules
+			}
+		case "Role":
+			var role rbacv1.Role
+			must(t, json.Unmarshal(raw, &role))
+			if name == "cmsync" {
+				r.roleRules[role.Namespace] = role.Rules
+			}
+		case "ValidatingAdmissionPolicy":
+			var policy admissionv1.ValidatingAdmissionPolicy
+			must(t, json.Unmarshal(raw, &policy))
+			if name == "cmsync-protect-replicas" {
+				r.admissionKind = policy.Spec.MatchConstraints.ResourceRules
+			}
+		}
+	}
+	return r
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// objectVerbs are the verbs the ObjectSync controller uses on an enabled kind, and
+// checks at its start that it holds (replicator.checkGrants).
+var objectVerbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+
+// grants lists the verbs rules grant on group/resource.
+func grants(rules []rbacv1.PolicyRule, group, resource string) []string {
+	var verbs []string
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) {
+			verbs = append(verbs, r.Verbs...)
+		}
+	}
+	slices.Sort(verbs)
+	return verbs
+}
+
+// The chart's objectSync.kinds: the flag, exactly the kinds' verbs under the kinds'
+// resource names (the English plural, or objectSync.resources), the ObjectSync verbs
+// only with a kind listed, escalate only with Role and bind only with RoleBinding, and
+// the admission policy over the kinds.
+func TestChartObjectKindsGrantExactlyTheirVerbs(t *testing.T) {
+	none := renderFor(t)
+	if slices.ContainsFunc(none.args, func(a string) bool { return strings.HasPrefix(a, "--object-kinds") }) ||
+		grants(none.clusterRules, "cmsync.io", "objectsyncs") != nil || len(none.admissionKind) != 1 {
+		t.Errorf("without objectSync.kinds: args %v, objectsyncs verbs %v, admission rules %v",
+			none.args, grants(none.clusterRules, "cmsync.io", "objectsyncs"), none.admissionKind)
+	}
+	kinds := map[string]schema.GroupResource{ // entry: the resource the chart must name
+		"networking.k8s.io/v1/NetworkPolicy":     {Group: "networking.k8s.io", Resource: "networkpolicies"},
+		"v1/LimitRange":                          {Resource: "limitranges"},
+		"gateway.networking.k8s.io/v1/Gateway":   {Group: "gateway.networking.k8s.io", Resource: "gateways"},
+		"networking.istio.io/v1/Sidecar":         {Group: "networking.istio.io", Resource: "sidecars"},
+		"example.com/v1alpha1/Mesh":              {Group: "example.com", Resource: "meshes"},
+		"example.com/v1alpha1/Box":               {Group: "example.com", Resource: "boxes"},
+		"example.com/v1alpha1/Endpoints":         {Group: "example.com", Resource: "endpoints"}, // by objectSync.resources
+		"keda.sh/v1alpha1/TriggerAuthentication": {Group: "keda.sh", Resource: "triggerauthentications"},
+	}
+	entries := slices.Sorted(maps.Keys(kinds))
+	r := renderFor(t, "objectSync.kinds={"+strings.Join(entries, ",")+"}", "objectSync.resources.example\\.com/v1alpha1/Endpoints=endpoints")
+	if !slices.Contains(r.args, "--object-kinds="+strings.Join(entries, ",")) {
+		t.Errorf("args %v, want --object-kinds=%s", r.args, strings.Join(entries, ","))
+	}
+	for entry, gr := range kinds {
+		if got := grants(r.clusterRules, gr.Group, gr.Resource); !slices.Equal(got, objectVerbs) {
+			t.Errorf("%s: the ClusterRole grants %v on %s, want %v", entry, got, gr, objectVerbs)
+		}
+		if !slices.ContainsFunc(r.admissionKind, func(rule admissionv1.NamedRuleWithOperations) bool {
+			return slices.Equal(rule.APIGroups, []string{gr.Group}) && slices.Equal(rule.Resources, []string{gr.Resource})
+		}) {
+			t.Errorf("%s: the admission policy does not match %s: %+v", entry, gr, r.admissionKind)
+		}
+	}
+	for _, resource := range []string{"objectsyncs", "objectsyncs/status"} {
+		if got, want := grants(r.clusterRules, "cmsync.io", resource), generatedGrants(t, resource); !slices.Equal(got, want) {
+			t.Errorf("%s: granted %v, want the controller's %v", resource, got, want)
+		}
+	}
+	for _, verb := range []string{"escalate", "bind"} {
+		if slices.ContainsFunc(r.clusterRules, func(rule rbacv1.PolicyRule) bool { return slices.Contains(rule.Verbs, verb) }) {
+			t.Errorf("without Role or RoleBinding listed, the chart grants %s", verb)
+		}
+	}
+	rbac := renderFor(t, "objectSync.kinds={rbac.authorization.k8s.io/v1/Role,rbac.authorization.k8s.io/v1/RoleBinding}")
+	for resource, want := range map[string][]string{
+		"roles":        {"bind", "create", "delete", "escalate", "get", "list", "patch", "update", "watch"},
+		"clusterroles": {"bind"}, "rolebindings": objectVerbs,
+	} {
+		if got := grants(rbac.clusterRules, "rbac.authorization.k8s.io", resource); !slices.Equal(got, want) {
+			t.Errorf("with Role and RoleBinding listed: %v on %s, want %v", got, resource, want)
+		}
+	}
+	roleOnly := renderFor(t, "objectSync.kinds={rbac.authorization.k8s.io/v1/Role}")
+	if got := grants(roleOnly.clusterRules, "rbac.authorization.k8s.io", "clusterroles"); got != nil {
+		t.Errorf("with Role alone listed: %v on clusterroles, want none", got)
+	}
+}
+
+// generatedGrants are the verbs the controller's RBAC markers give resource of cmsync.io.
+func generatedGrants(t *testing.T, resource string) []string {
+	t.Helper()
+	var role rbacv1.ClusterRole
+	readYAML(t, "deploy/chart/cmsync/files/clusterrole.yaml", &role)
+	return grants(role.Rules, "cmsync.io", resource)
+}
+
+// In scoped mode the kinds' verbs are each served namespace's Role's, and the
+// ClusterRole has none.
+func TestChartScopedModeGrantsObjectKindsByRole(t *testing.T) {
+	r := renderFor(t, "scope.namespaces={team-a,team-b}", "objectSync.kinds={networking.k8s.io/v1/NetworkPolicy,rbac.authorization.k8s.io/v1/Role}")
+	for _, resource := range []string{"networkpolicies", "roles"} {
+		group := map[string]string{"networkpolicies": "networking.k8s.io", "roles": "rbac.authorization.k8s.io"}[resource]
+		if got := grants(r.clusterRules, group, resource); got != nil {
+			t.Errorf("scoped mode: the ClusterRole grants %v on %s", got, resource)
+		}
+		for _, ns := range []string{"team-a", "team-b"} {
+			want := objectVerbs
+			if resource == "roles" {
+				want = []string{"create", "delete", "escalate", "get", "list", "patch", "update", "watch"}
+			}
+			if got := grants(r.roleRules[ns], group, resource); !slices.Equal(got, want) {
+				t.Errorf("scoped mode: the Role in %s grants %v on %s, want %v", ns, got, resource, want)
+			}
+		}
+	}
+}
+
+// A kind cmsync would refuse fails the install, saying what to write instead.
+func TestChartRefusesAMalformedObjectKind(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sets []string
+		says string
+	}{
+		{"a kind alone", []string{"objectSync.kinds={NetworkPolicy}"}, `"NetworkPolicy" is not a kind: write group/version/Kind`},
+		{"a lower-case kind", []string{"objectSync.kinds={networking.k8s.io/v1/networkpolicy}"}, "is not a kind"},
+		{"no version", []string{"objectSync.kinds={networking.k8s.io/NetworkPolicy}"}, "is not a kind"},
+		{"the core group named", []string{"objectSync.kinds={core/v1/LimitRange}"}, "the core group has no name: write v1/LimitRange"},
+		{"ConfigMap", []string{"objectSync.kinds={v1/ConfigMap}"}, "ConfigMaps are copied by the cmsync.io/replicate label or a ConfigMapSync"},
+		{"Secret", []string{"objectSync.kinds=v1/LimitRange\\,v1/Secret"}, "Secrets are copied by the cmsync.io/replicate label or a SecretSync"},
+		{"a resource for a kind not listed", []string{"objectSync.kinds={v1/LimitRange}", "objectSync.resources.v1/ResourceQuota=resourcequotas"},
+			`"v1/ResourceQuota" is not listed in objectSync.kinds`},
+		{"a resource that is no name", []string{"objectSync.kinds={v1/LimitRange}", "objectSync.resources.v1/LimitRange=Limit Ranges"},
+			"is not a resource name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := renderChart(t, tc.sets...)
+			if err == nil || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("helm template %v: %v, want a refusal saying %q", tc.sets, err, tc.says)
+			}
+		})
 	}
 }

@@ -203,7 +203,7 @@ func (f *syncForm[T]) writeStatus(
 		} else {
 			log.FromContext(ctx).Info(sync.SyncSpec().Kind+" not ready", "reason", ready.Reason, "message", ready.Message)
 		}
-		f.recorder.Eventf(sync, nil, eventType, eventReason, "Sync", "%s (%s)", ready.Message, sync.SyncStatus().Synced)
+		f.recorder.Eventf(sync, nil, eventType, eventReason, "Sync", "%s", eventNote(ready.Message, sync.SyncStatus().Synced))
 	}
 	// The patch holds the cached object's resourceVersion: a merge patch computed from a
 	// stale copy leaves out fields the copy already had, and could leave the server
@@ -301,6 +301,20 @@ func (f *syncForm[T]) list(ctx context.Context) ([]v1alpha1.Sync, error) {
 		return nil, err
 	}
 	return list.Syncs(), nil
+}
+
+// maxEventNote is the API server's limit of an Event's note: it refuses a longer Event,
+// which is then lost.
+const maxEventNote = 1024
+
+// eventNote is the note of an explicit object's Event: its Ready message, shortened to
+// leave room for the synced count after it within maxEventNote.
+func eventNote(message, synced string) string {
+	suffix := " (" + synced + ")"
+	if len(message)+len(suffix) > maxEventNote {
+		message = message[:maxEventNote-len(suffix)-len("...")] + "..."
+	}
+	return message + suffix
 }
 
 // syncControllerName names the controller of an explicit kind: the kind in lower case

@@ -22,9 +22,10 @@ func TestMain(m *testing.M) {
 	harness.Main(m, harness.Suite{
 		Name:       "e2e",
 		AuditUsers: []string{harness.CmsyncUser, plainUser},
-		// Secrets on, so the chart grants the Secret verbs the Secret scenarios use (the
-		// least-privilege audit at the end checks each of them is used).
-		ChartValues: []string{"secrets.enabled=true"},
+		// Secrets on, and the ObjectSync kinds listed, so the chart grants the Secret and
+		// the kinds' verbs the scenarios use (the least-privilege audit at the end checks
+		// each of them is used).
+		ChartValues: []string{"secrets.enabled=true", objectSyncChartValue},
 		Before: func() error {
 			if err := createPlainIdentity(); err != nil {
 				return err

@@ -37,10 +37,12 @@ const (
 
 var listed = []string{srcNS, aNS, bNS, laterNS}
 
-// chartValues install the chart in scoped mode, with Secrets. Metrics are plain HTTP
-// here: the grants of secure metrics (TokenReview, SubjectAccessReview) are the same in
-// both modes, and the end-to-end suite proves them used.
-var chartValues = []string{"secrets.enabled=true", "metrics.secure=false", "scope.namespaces={" + strings.Join(listed, ",") + "}"}
+// chartValues install the chart in scoped mode, with Secrets and NetworkPolicies for
+// ObjectSync. Metrics are plain HTTP here: the grants of secure metrics (TokenReview,
+// SubjectAccessReview) are the same in both modes, and the end-to-end suite proves them
+// used.
+var chartValues = []string{"secrets.enabled=true", "metrics.secure=false", "scope.namespaces={" + strings.Join(listed, ",") + "}",
+	"objectSync.kinds={" + objectKind + "}"}
 
 // cmsyncArgs are the flags the chart renders for these values, for the local process.
 var cmsyncArgs = []string{"--secrets=enabled", "--leader-elect=true", "--namespaces=" + strings.Join(listed, ",")}
