@@ -904,3 +904,92 @@ func TestDocsMeasuredFiguresNameTheirSource(t *testing.T) {
 		t.Errorf("found only %d measured figures in the docs", measured)
 	}
 }
+
+// Every page of docs/ is one click from the README: its "Where to read on" table links
+// it, so that a reader who starts at the front page finds each guide.
+func TestDocsEveryPageIsInTheReadmeIndex(t *testing.T) {
+	rows := tableRows(t, "README.md", "I want to …", "page")
+	if len(rows) < 10 {
+		t.Fatalf("found %d rows in the README's table of pages", len(rows))
+	}
+	linked := map[string]bool{}
+	for _, row := range rows {
+		for _, m := range markdownLink.FindAllStringSubmatch(row[1], -1) {
+			file, _, _ := strings.Cut(m[1], "#")
+			linked[filepath.Clean(file)] = true
+		}
+	}
+	for _, page := range docPages(t)[1:] {
+		if !linked[page] {
+			t.Errorf("README.md's table of pages does not link %s", page)
+		}
+	}
+}
+
+// crdColumns reads the short names and the printer columns of each CRD in deploy/crds:
+// the header kubectl get prints, by every name a reader may type for the resource.
+func crdColumns(t *testing.T) map[string][]string {
+	t.Helper()
+	files, err := filepath.Glob("deploy/crds/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no deploy/crds/*.yaml: %v", err)
+	}
+	headers := map[string][]string{}
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd struct {
+			Spec struct {
+				Names struct {
+					Plural, Singular string
+					ShortNames       []string `json:"shortNames"`
+				}
+				Versions []struct {
+					Columns []struct{ Name string } `json:"additionalPrinterColumns"`
+				}
+			}
+		}
+		if err := yaml.Unmarshal(raw, &crd); err != nil || len(crd.Spec.Versions) != 1 {
+			t.Fatalf("%s: %v (%d versions)", file, err, len(crd.Spec.Versions))
+		}
+		columns := crd.Spec.Versions[0].Columns
+		header := make([]string, 0, 1+len(columns))
+		header = append(header, "NAME")
+		for _, c := range columns {
+			header = append(header, strings.ToUpper(c.Name))
+		}
+		names := append([]string{crd.Spec.Names.Plural, crd.Spec.Names.Singular}, crd.Spec.Names.ShortNames...)
+		for _, name := range names {
+			headers[name] = header
+		}
+	}
+	return headers
+}
+
+// kubectlGetTable is "kubectl get RESOURCE [NAME]" printing the server's table: no -o.
+var kubectlGetTable = regexp.MustCompile(`^kubectl get (\S+)(?: [a-z0-9][-a-z0-9.]*)?$`)
+
+// The output the docs show for "kubectl get" of cmsync's own resources has the columns
+// of its CRD, in order: a column added, renamed or dropped changes the docs with it.
+func TestDocsGetOutputHasTheCRDsColumns(t *testing.T) {
+	headers := crdColumns(t)
+	shown := 0
+	for _, b := range shellBlocks(t) {
+		for i, line := range b.lines {
+			command, ok := strings.CutPrefix(line, "$ ")
+			m := kubectlGetTable.FindStringSubmatch(strings.TrimSpace(command))
+			if !ok || m == nil || headers[m[1]] == nil || i+1 >= len(b.lines) {
+				continue
+			}
+			shown++
+			if got, want := strings.Fields(b.lines[i+1]), headers[m[1]]; !slices.Equal(got, want) {
+				t.Errorf("%s:%d: %q prints the columns %v, the page shows %v", b.page, b.line+i+1, command, want, got)
+			}
+		}
+	}
+	if shown < 3 {
+		t.Errorf("found only %d outputs of kubectl get for cmsync's resources in the docs", shown)
+	}
+}
