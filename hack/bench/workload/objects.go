@@ -96,6 +96,9 @@ func (k Secrets) ManagedValues(ctx context.Context) (map[string]string, error) {
 	return values, nil
 }
 
+// limitManagedByLabel is the first label of LIMIT's objects.
+const limitManagedByLabel = "bench.limit/managed-by"
+
 // ReplicaShaped is an object of a replica's shape under the bench's own keys: the
 // data keys of a bench source, and as many labels and annotations of the same sizes,
 // the third label changing with v as a replica's content-hash label changes with its
@@ -104,7 +107,7 @@ func ReplicaShaped(namespace, name, managedBy, v, payload string) Object {
 	return Object{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
 			Labels: map[string]string{
-				"bench.limit/managed-by": managedBy, "bench.limit/source-id": strings.Repeat("0", 40),
+				limitManagedByLabel: managedBy, "bench.limit/source-id": strings.Repeat("0", 40),
 				"bench.limit/content-hash": strings.Repeat(v, 40),
 			},
 			Annotations: map[string]string{"bench.limit/source": SourceNamespace + "/" + name}},
