@@ -55,10 +55,10 @@ func (s *sourceInformer) refuse(err error) {
 }
 
 // waitListedOrRefused waits until the informer has listed its source, or its list or
-// watch failed, or ctx ends. It waits on the informer's own signal: client-go's
-// WaitForCacheSync polls every 100 ms, and a new ObjectSync (or ConfigMapSync or
-// SecretSync) waits here before its first replica write, so the poll made every
-// fan-out of a newly named source start at least 100 ms late.
+// watch failed, or ctx ends. It waits on the informer's own signal, not with
+// client-go's WaitForCacheSync, which polls every 100 ms: the first pass of a new
+// ObjectSync, ConfigMapSync or SecretSync waits here before its first replica write,
+// and the poll would hold every such fan-out back by up to 100 ms.
 func (s *sourceInformer) waitListedOrRefused(ctx context.Context) {
 	select {
 	case <-s.informer.HasSyncedChecker().Done():
