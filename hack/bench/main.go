@@ -37,8 +37,12 @@ type config struct {
 	scopedN                                                       string
 }
 
-// writeVerbs are the audit log's verbs of a replica write.
-var writeVerbs = []string{"create", verbUpdate, "patch"}
+// writeVerbs are the audit log's verbs of a replica write, and rewriteVerbs those of
+// a write to a replica that exists.
+var (
+	writeVerbs   = []string{"create", verbUpdate, "patch"}
+	rewriteVerbs = writeVerbs[1:]
+)
 
 // verbUpdate and verbDelete are the audit log's verbs of an update and a delete.
 const (

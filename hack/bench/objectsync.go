@@ -86,7 +86,7 @@ func (b *bench) objectFanOut(ctx context.Context, syncs client.Client, name stri
 // every replica, then checks them.
 func (b *bench) objectUpdate(ctx context.Context, name string) window {
 	n := len(b.targets)
-	return b.replicaPhase(name, n, n, "2", []string{verbUpdate, "patch"}, func() error {
+	return b.replicaPhase(name, n, n, "2", rewriteVerbs, func() error {
 		src := workload.PolicySource(name)
 		src.Data["v"] = "2"
 		return b.kind.Update(ctx, src)

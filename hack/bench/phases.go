@@ -82,7 +82,7 @@ func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
 // a CA rotation is) and times until cmsync has rewritten every replica, then checks them.
 func (b *bench) update(ctx context.Context, prefix string, count int) window {
 	want := count * len(b.targets)
-	return b.replicaPhase(prefix, want, want, "2", []string{verbUpdate, "patch"}, func() error {
+	return b.replicaPhase(prefix, want, want, "2", rewriteVerbs, func() error {
 		return workload.Parallel(b.c.workers, count, func(i int) error {
 			src := workload.Source(fmt.Sprintf("%s-%03d", prefix, i), b.payload)
 			src.Data["v"] = "2"

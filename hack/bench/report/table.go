@@ -109,9 +109,22 @@ func printWhereTimeWent(cmsync, limit []Breakdown) {
 	fmt.Println("where the time went (medians; seconds before the first write, writing, after the last write):")
 	for _, ph := range phaseSplits {
 		c, l := medianSplit(cmsync, ph.get), medianSplit(limit, ph.get)
-		fmt.Printf("  %-6s cmsync %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)   LIMIT %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)\n",
-			ph.name, c.BeforeFirstWrite, c.Writing, c.AfterLastWrite, c.Writes, c.LatencyMillis, c.InFlight,
-			l.BeforeFirstWrite, l.Writing, l.AfterLastWrite, l.Writes, l.LatencyMillis, l.InFlight)
+		fmt.Printf(
+			"  %-6s cmsync %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)   LIMIT %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)\n",
+			ph.name,
+			c.BeforeFirstWrite,
+			c.Writing,
+			c.AfterLastWrite,
+			c.Writes,
+			c.LatencyMillis,
+			c.InFlight,
+			l.BeforeFirstWrite,
+			l.Writing,
+			l.AfterLastWrite,
+			l.Writes,
+			l.LatencyMillis,
+			l.InFlight,
+		)
 		fmt.Printf("  %-6s cmsync's pass: user's write done at %.3f s, first replica write %.3f s later (%d writes to the owner before it), "+
 			"status written %.3f s after the last\n", "", c.SourceWritten, c.BeforeFirstWrite-c.SourceWritten,
 			c.OwnerWritesBeforeFirstWrite, c.StatusAfterLastWrite)

@@ -7,10 +7,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
 // SourceNamespace holds the bench's sources.
 const SourceNamespace = "bench-src"
+
+// managedByCmsync selects cmsync's replicas.
+const managedByCmsync = v1alpha1.ManagedByLabel + "=" + v1alpha1.ManagedByValue
 
 // Object is a ConfigMap's or a Secret's metadata and string data.
 type Object struct {
@@ -50,7 +55,7 @@ func (k ConfigMaps) Delete(ctx context.Context, namespace, name string) error {
 }
 
 func (k ConfigMaps) ManagedValues(ctx context.Context) (map[string]string, error) {
-	list, err := k.Clientset.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=cmsync"})
+	list, err := k.Clientset.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: managedByCmsync})
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +90,7 @@ func (k Secrets) Delete(ctx context.Context, namespace, name string) error {
 }
 
 func (k Secrets) ManagedValues(ctx context.Context) (map[string]string, error) {
-	list, err := k.Clientset.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=cmsync"})
+	list, err := k.Clientset.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: managedByCmsync})
 	if err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func (k NetworkPolicies) Delete(ctx context.Context, namespace, name string) err
 }
 
 func (k NetworkPolicies) ManagedValues(ctx context.Context) (map[string]string, error) {
-	list, err := k.Clientset.NetworkingV1().NetworkPolicies("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=cmsync"})
+	list, err := k.Clientset.NetworkingV1().NetworkPolicies("").List(ctx, metav1.ListOptions{LabelSelector: managedByCmsync})
 	if err != nil {
 		return nil, err
 	}
