@@ -41,8 +41,30 @@ type sourceInformer struct {
 	informer toolscache.SharedIndexInformer
 	stop     context.CancelFunc
 	// listError is the latest error of the informer's list or watch, so that a source
-	// that cannot be read is reported with the API server's reason.
-	listError atomic.Pointer[error]
+	// that cannot be read is reported with the API server's reason; refused is closed
+	// at the first.
+	listError   atomic.Pointer[error]
+	refused     chan struct{}
+	refusedOnce sync.Once
+}
+
+// refuse records err, the informer's list or watch failing.
+func (s *sourceInformer) refuse(err error) {
+	s.listError.Store(&err)
+	s.refusedOnce.Do(func() { close(s.refused) })
+}
+
+// waitListedOrRefused waits until the informer has listed its source, or its list or
+// watch failed, or ctx ends. It waits on the informer's own signal, not with
+// client-go's WaitForCacheSync, which polls every 100 ms: the first pass of a new
+// ObjectSync, ConfigMapSync or SecretSync waits here before its first replica write,
+// and the poll would hold every such fan-out back by up to 100 ms.
+func (s *sourceInformer) waitListedOrRefused(ctx context.Context) {
+	select {
+	case <-s.informer.HasSyncedChecker().Done():
+	case <-s.refused:
+	case <-ctx.Done():
+	}
 }
 
 // syncTimeout bounds how long a reconcile waits for a new informer's first list.
@@ -71,8 +93,7 @@ func (w *sourceWatcher[T]) Get(ctx context.Context, key types.NamespacedName) (s
 	defer cancel()
 	// A list the API server refused (say, forbidden) ends the wait with its reason at
 	// once; the informer keeps trying, and the reconcile is retried with backoff.
-	listedOrRefused := func() bool { return source.informer.HasSynced() || source.listError.Load() != nil }
-	toolscache.WaitForCacheSync(waitCtx.Done(), listedOrRefused)
+	source.waitListedOrRefused(waitCtx)
 	if !source.informer.HasSynced() {
 		cause := fmt.Errorf("no initial list within %s", syncTimeout)
 		switch last := source.listError.Load(); {
@@ -149,9 +170,9 @@ func (w *sourceWatcher[T]) ensure(key types.NamespacedName) *sourceInformer {
 		DeleteFunc: notify,
 	})
 	ctx, stop := context.WithCancel(w.ctx)
-	source := &sourceInformer{informer: informer, stop: stop}
+	source := &sourceInformer{informer: informer, stop: stop, refused: make(chan struct{})}
 	_ = informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *toolscache.Reflector, err error) {
-		source.listError.Store(&err)
+		source.refuse(err)
 		toolscache.DefaultWatchErrorHandler(ctx, r, err)
 	})
 	go informer.RunWithContext(ctx)

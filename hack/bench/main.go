@@ -19,10 +19,12 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/cmsync/cmsync/hack/bench/report"
+	"github.com/cmsync/cmsync/hack/bench/workload"
 )
 
 type config struct {
 	namespaces, unrelated, sources, workers, rounds, secretRounds int
+	objectRounds                                                  int
 	idle, aftermath                                               time.Duration
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
 	sweepCmsyncFirst                                              bool
@@ -35,8 +37,12 @@ type config struct {
 	scopedN                                                       string
 }
 
-// writeVerbs are the audit log's verbs of a replica write.
-var writeVerbs = []string{"create", verbUpdate, "patch"}
+// writeVerbs are the audit log's verbs of a replica write, and rewriteVerbs those of
+// a write to a replica that exists.
+var (
+	writeVerbs   = []string{"create", verbUpdate, "patch"}
+	rewriteVerbs = writeVerbs[1:]
+)
 
 // verbUpdate and verbDelete are the audit log's verbs of an update and a delete.
 const (
@@ -54,7 +60,7 @@ type subcommand struct {
 // subcommands are the bench's: point (the default, make bench), sweep, restarts, apf,
 // styles and plot.
 var subcommands = map[string]subcommand{
-	"point": {"one point in detail: memory, LIMIT's and cmsync's rounds, idle, restart, Secrets and SCALE; writes bench/results/<time>.json",
+	"point": {"one point in detail: memory, LIMIT's and cmsync's rounds, idle, restart, Secrets, ObjectSync and SCALE; writes bench/results/<time>.json",
 		[]func(*flag.FlagSet, *config){bindPointFlags}, runPoint},
 	"sweep": {"the curve: fan-out, mass update, cleanup and restart against LIMIT at each point of -sweep-n, -sweep-s and -sweep-sizes, " +
 		"each round on a control plane of its own; writes bench/results/sweep-<time>.json and the plots",
@@ -122,6 +128,9 @@ func bindPointFlags(fs *flag.FlagSet, c *config) {
 	fs.IntVar(&c.workers, "workers", 16, "workers of the plain client")
 	fs.IntVar(&c.rounds, "rounds", 9, "rounds of LIMIT and of cmsync's FAN-OUT, UPDATE and CLEANUP; the figures are medians")
 	fs.IntVar(&c.secretRounds, "secret-rounds", 9, "the same rounds with Secrets (0 skips them)")
+	fs.IntVar(&c.objectRounds, "object-rounds", 9,
+		"the same rounds with an ObjectSync copying a NetworkPolicy, cmsync run with --object-kinds="+workload.PolicyKind+
+			", then its idle writes, restart and memory (0 skips them)")
 	fs.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
 	fs.DurationVar(&c.aftermath, "aftermath", time.Second,
 		"how long after each timed phase its CPU with aftermath is read, and how long the quiet window before it is")

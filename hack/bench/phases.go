@@ -71,41 +71,42 @@ func (b *bench) limitNamed(ctx context.Context, name string, perNamespace int, p
 // that every replica exists with the right content.
 func (b *bench) fanOut(ctx context.Context, prefix string, count int) window {
 	want := count * len(b.targets)
-	check := func() error { return b.replicasAre(ctx, prefix, want, "1") }
-	w := b.timedUntilWritten(prefix, want, writeVerbs, func() error {
+	return b.replicaPhase(prefix, want, want, "1", writeVerbs, func() error {
 		return workload.Parallel(b.c.workers, count, func(i int) error {
 			return b.kind.Create(ctx, workload.Source(fmt.Sprintf("%s-%03d", prefix, i), b.payload))
 		})
-	}, check)
-	must(check())
-	return w
+	})
 }
 
 // update changes the sources prefix-000 to prefix-<count-1> at once (a mass change, as
 // a CA rotation is) and times until cmsync has rewritten every replica, then checks them.
 func (b *bench) update(ctx context.Context, prefix string, count int) window {
 	want := count * len(b.targets)
-	check := func() error { return b.replicasAre(ctx, prefix, want, "2") }
-	w := b.timedUntilWritten(prefix, want, []string{verbUpdate, "patch"}, func() error {
+	return b.replicaPhase(prefix, want, want, "2", rewriteVerbs, func() error {
 		return workload.Parallel(b.c.workers, count, func(i int) error {
 			src := workload.Source(fmt.Sprintf("%s-%03d", prefix, i), b.payload)
 			src.Data["v"] = "2"
 			return b.kind.Update(ctx, src)
 		})
-	}, check)
-	must(check())
-	return w
+	})
 }
 
 // cleanup deletes the sources prefix-000 to prefix-<count-1> and times until cmsync has
 // deleted every replica, then checks that none is left.
 func (b *bench) cleanup(ctx context.Context, prefix string, count int) window {
-	check := func() error { return b.replicasAre(ctx, prefix, 0, "") }
-	w := b.timedUntilWritten(prefix, count*len(b.targets), []string{verbDelete}, func() error {
+	return b.replicaPhase(prefix, count*len(b.targets), 0, "", []string{verbDelete}, func() error {
 		return workload.Parallel(b.c.workers, count, func(i int) error {
 			return b.kind.Delete(ctx, workload.SourceNamespace, fmt.Sprintf("%s-%03d", prefix, i))
 		})
-	}, check)
+	})
+}
+
+// replicaPhase times the user's write until cmsync has made writes writes (of verbs)
+// to replicas named prefix*, then checks that left replicas named prefix* exist, each
+// with "v" equal to value.
+func (b *bench) replicaPhase(prefix string, writes, left int, value string, verbs []string, user func() error) window {
+	check := func() error { return b.replicasAre(context.Background(), prefix, left, value) }
+	w := b.timedUntilWritten(prefix, writes, verbs, user, check)
 	must(check())
 	return w
 }
@@ -261,6 +262,14 @@ func (b *bench) isWriteOf(name string, e measure.AuditEvent) bool {
 	return e.ObjectRef.Resource == b.kind.Resource() && strings.HasPrefix(e.ObjectRef.Name, name+"-")
 }
 
+// isOwnerWrite picks the writes to the owners of cmsync's replicas: to the sources in
+// their namespace (the bench's, and cmsync's status annotations) and to ObjectSyncs
+// (the bench's, and cmsync's status and finalizer).
+func (b *bench) isOwnerWrite(e measure.AuditEvent) bool {
+	return e.ObjectRef.Resource == "objectsyncs" ||
+		e.ObjectRef.Resource == b.kind.Resource() && e.ObjectRef.Namespace == workload.SourceNamespace
+}
+
 // isCmsyncReplicaWrite picks cmsync's writes to replicas (not its status patches of
 // the source).
 func (b *bench) isCmsyncReplicaWrite(e measure.AuditEvent) bool {
@@ -268,51 +277,94 @@ func (b *bench) isCmsyncReplicaWrite(e measure.AuditEvent) bool {
 }
 
 // breakdown splits each phase of a round by the audit log's timestamps of the writes
-// that pick chooses.
-func (b *bench) breakdown(w windows, pick func(measure.AuditEvent) bool) report.Breakdown {
-	type span struct {
-		first, last  time.Time
-		writes       int
-		serverErrors int
-		busy         time.Duration
-	}
-	spans := make([]span, 3)
+// that pick chooses. For cmsync's rounds (owner set), it also places the writes to the
+// owner: the user's write that starts the phase (the source, or the ObjectSync) and
+// cmsync's own (its status, its finalizer).
+func (b *bench) breakdown(w windows, pick, owner func(measure.AuditEvent) bool) report.Breakdown {
 	phases := []window{w.create, w.update, w.delete}
+	spans := make([]span, len(phases))
+	var owners [][]measure.AuditEvent
+	if owner != nil {
+		owners = make([][]measure.AuditEvent, len(phases))
+	}
 	b.auditedWrites(func(e measure.AuditEvent) {
-		if !pick(e) {
-			return
-		}
 		for i, p := range phases {
-			if e.Received.Before(p.start) || e.Received.After(p.end) {
-				continue
-			}
-			s := &spans[i]
-			if s.writes == 0 || e.Received.Before(s.first) {
-				s.first = e.Received
-			}
-			if e.Completed.After(s.last) {
-				s.last = e.Completed
-			}
-			s.writes++
-			s.busy += e.Completed.Sub(e.Received)
-			if e.ResponseStatus.Code >= 500 {
-				s.serverErrors++
+			switch {
+			case pick(e) && !e.Received.Before(p.start) && !e.Received.After(p.end):
+				spans[i].add(e)
+			case owners != nil && owner(e) && !e.Received.Before(p.start) && !e.Received.After(p.end.Add(b.c.aftermath)):
+				// cmsync's status follows its last replica write, after the clock stopped.
+				owners[i] = append(owners[i], e)
 			}
 		}
 	})
-	split := func(i int) report.Split {
-		s, p := spans[i], phases[i]
-		if s.writes == 0 {
-			return report.Split{CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests, ServerAllocatedMiB: p.serverAllocatedMiB}
+	splits := make([]report.Split, len(phases))
+	for i := range phases {
+		splits[i] = spans[i].split(phases[i])
+		if owners != nil {
+			spans[i].placeOwnerWrites(&splits[i], phases[i], owners[i])
 		}
-		writing := s.last.Sub(s.first)
-		return report.Split{BeforeFirstWrite: s.first.Sub(p.start).Seconds(), Writing: writing.Seconds(),
-			AfterLastWrite: p.end.Sub(s.last).Seconds(), Writes: s.writes,
-			LatencyMillis: float64(s.busy.Milliseconds()) / float64(s.writes), InFlight: s.busy.Seconds() / max(writing.Seconds(), 1e-9),
-			ServerErrors: s.serverErrors, CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests,
-			ServerAllocatedMiB: p.serverAllocatedMiB}
 	}
-	return report.Breakdown{Create: split(0), Update: split(1), Delete: split(2)}
+	return report.Breakdown{Create: splits[0], Update: splits[1], Delete: splits[2]}
+}
+
+// span is what the audit log says of one phase's replica writes.
+type span struct {
+	first, last  time.Time
+	writes       int
+	serverErrors int
+	busy         time.Duration
+}
+
+func (s *span) add(e measure.AuditEvent) {
+	if s.writes == 0 || e.Received.Before(s.first) {
+		s.first = e.Received
+	}
+	if e.Completed.After(s.last) {
+		s.last = e.Completed
+	}
+	s.writes++
+	s.busy += e.Completed.Sub(e.Received)
+	if e.ResponseStatus.Code >= 500 {
+		s.serverErrors++
+	}
+}
+
+// split is the phase p as the span s of its writes divides it.
+func (s *span) split(p window) report.Split {
+	if s.writes == 0 {
+		return report.Split{CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests, ServerAllocatedMiB: p.serverAllocatedMiB}
+	}
+	writing := s.last.Sub(s.first)
+	return report.Split{BeforeFirstWrite: s.first.Sub(p.start).Seconds(), Writing: writing.Seconds(),
+		AfterLastWrite: p.end.Sub(s.last).Seconds(), Writes: s.writes,
+		LatencyMillis: float64(s.busy.Milliseconds()) / float64(s.writes), InFlight: s.busy.Seconds() / max(writing.Seconds(), 1e-9),
+		ServerErrors: s.serverErrors, CPU: p.cpu, CPUWithAftermath: p.cpuWithAftermath, Requests: p.requests,
+		ServerAllocatedMiB: p.serverAllocatedMiB}
+}
+
+// placeOwnerWrites sets when the user's write to the owner completed (the last one
+// received before cmsync's first replica write), how many writes cmsync made to the
+// owner before its first replica write, and when its first write to the owner after
+// its last replica write (the status) completed.
+func (s *span) placeOwnerWrites(split *report.Split, p window, owner []measure.AuditEvent) {
+	if s.writes == 0 {
+		return
+	}
+	for _, e := range owner {
+		byCmsync := strings.HasPrefix(e.UserAgent, "cmsync")
+		switch {
+		case !byCmsync && e.Received.Before(s.first):
+			split.SourceWritten = max(split.SourceWritten, e.Completed.Sub(p.start).Seconds())
+		case byCmsync && e.Completed.Before(s.first):
+			split.OwnerWritesBeforeFirstWrite++
+		case byCmsync && !e.Completed.Before(s.last):
+			after := e.Completed.Sub(s.last).Seconds()
+			if split.StatusAfterLastWrite == 0 || after < split.StatusAfterLastWrite {
+				split.StatusAfterLastWrite = after
+			}
+		}
+	}
 }
 
 // window is when a timed phase started and when its clock stopped, and the CPU

@@ -27,7 +27,8 @@ func runPoint(c config) error {
 }
 
 // run measures one point in detail: memory without and with unrelated ConfigMaps,
-// LIMIT's and cmsync's rounds, IDLE and RESTART, the Secret rounds and SCALE.
+// LIMIT's and cmsync's rounds, IDLE and RESTART, the Secret and ObjectSync rounds and
+// SCALE.
 func (b *bench) run() error {
 	ctx := context.Background()
 	step("creating %d namespaces", b.c.namespaces)
@@ -36,6 +37,7 @@ func (b *bench) run() error {
 	b.createUnrelated(ctx)
 	b.rounds(ctx)
 	b.secretRounds(ctx)
+	b.objectRounds(ctx)
 	if b.c.sources > 0 {
 		b.scale(ctx)
 	}
@@ -94,7 +96,7 @@ func (b *bench) rounds(ctx context.Context) {
 			return b.cpuProfiles(ctx, proc, fmt.Sprintf("limit-%s-r%02d", phase, r), phaseProfileSeconds)
 		})
 		b.res.LimitRounds = append(b.res.LimitRounds, limit.phases())
-		b.res.LimitBreakdown = append(b.res.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
+		b.res.LimitBreakdown = append(b.res.LimitBreakdown, b.breakdown(limit, b.isLimitWrite, nil))
 		name := fmt.Sprintf("app-r%02d", r)
 		var round windows
 		round.create = b.profiledPhase(ctx, proc, fmt.Sprintf("fanout-r%02d", r), func() window { return b.fanOut(ctx, name, 1) })
@@ -105,7 +107,7 @@ func (b *bench) rounds(ctx context.Context) {
 		}
 		round.delete = b.profiledPhase(ctx, proc, fmt.Sprintf("cleanup-r%02d", r), func() window { return b.cleanup(ctx, name, 1) })
 		b.res.CmsyncRounds = append(b.res.CmsyncRounds, round.phases())
-		b.res.CmsyncBreakdown = append(b.res.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
+		b.res.CmsyncBreakdown = append(b.res.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite, b.isOwnerWrite))
 	}
 	proc.Stop()
 	b.res.Rounds = b.c.rounds
@@ -168,14 +170,14 @@ func (b *bench) secretRounds(ctx context.Context) {
 		step("Secret round %d of %d: LIMIT, then cmsync's FAN-OUT, UPDATE, CLEANUP", r+1, b.c.secretRounds)
 		limit := b.limit(ctx, 1, noProfile)
 		res.LimitRounds = append(res.LimitRounds, limit.phases())
-		res.LimitBreakdown = append(res.LimitBreakdown, b.breakdown(limit, b.isLimitWrite))
+		res.LimitBreakdown = append(res.LimitBreakdown, b.breakdown(limit, b.isLimitWrite, nil))
 		name := fmt.Sprintf("secret-r%02d", r)
 		var round windows
 		round.create = b.fanOut(ctx, name, 1)
 		round.update = b.update(ctx, name, 1)
 		round.delete = b.cleanup(ctx, name, 1)
 		res.CmsyncRounds = append(res.CmsyncRounds, round.phases())
-		res.CmsyncBreakdown = append(res.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
+		res.CmsyncBreakdown = append(res.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite, b.isOwnerWrite))
 	}
 	step("Secret IDLE for %s", b.c.idle)
 	b.fanOut(ctx, "secret-idle", 1)

@@ -266,7 +266,7 @@ func (s *sweepRound) phase(name string, run func() window) window {
 func (s *sweepRound) runLimit() {
 	limit := s.b.limit(s.ctx, s.p.Sources, func(name string) func() { return s.phaseDone("limit-" + name) })
 	s.p.LimitRounds = append(s.p.LimitRounds, limit.phases())
-	s.p.LimitBreakdown = append(s.p.LimitBreakdown, s.b.breakdown(limit, s.b.isLimitWrite))
+	s.p.LimitBreakdown = append(s.p.LimitBreakdown, s.b.breakdown(limit, s.b.isLimitWrite, nil))
 }
 
 func (s *sweepRound) runLimitWatched() {
@@ -277,7 +277,7 @@ func (s *sweepRound) runLimitWatched() {
 	stopWatch()
 	p.LimitWatchedRounds = append(p.LimitWatchedRounds, limit.phases())
 	p.LimitWatchedBreakdown = append(p.LimitWatchedBreakdown,
-		b.breakdown(limit, func(e measure.AuditEvent) bool { return b.isWriteOf(limitWatchedName, e) }))
+		b.breakdown(limit, func(e measure.AuditEvent) bool { return b.isWriteOf(limitWatchedName, e) }, nil))
 }
 
 // runCmsync runs cmsync's fan-out, mass update and cleanup; in the last round, between
@@ -299,7 +299,7 @@ func (s *sweepRound) runCmsync() {
 	round.update = s.phase("update", func() window { return b.update(ctx, name, p.Sources) })
 	round.delete = s.phase("cleanup", func() window { return b.cleanup(ctx, name, p.Sources) })
 	p.CmsyncRounds = append(p.CmsyncRounds, round.phases())
-	p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite))
+	p.CmsyncBreakdown = append(p.CmsyncBreakdown, b.breakdown(round, b.isCmsyncReplicaWrite, b.isOwnerWrite))
 }
 
 // writersInTurn runs the writers in turn. On a fresh etcd the same writes cost it more

@@ -42,13 +42,16 @@ func medianSplit(rounds []Breakdown, get func(Breakdown) Split) Split {
 		}
 	}
 	return Split{
-		BeforeFirstWrite: median(func(s Split) float64 { return s.BeforeFirstWrite }),
-		Writing:          median(func(s Split) float64 { return s.Writing }),
-		AfterLastWrite:   median(func(s Split) float64 { return s.AfterLastWrite }),
-		Writes:           int(median(func(s Split) float64 { return float64(s.Writes) })),
-		LatencyMillis:    median(func(s Split) float64 { return s.LatencyMillis }),
-		InFlight:         median(func(s Split) float64 { return s.InFlight }),
-		CPU:              cpu,
+		BeforeFirstWrite:            median(func(s Split) float64 { return s.BeforeFirstWrite }),
+		Writing:                     median(func(s Split) float64 { return s.Writing }),
+		AfterLastWrite:              median(func(s Split) float64 { return s.AfterLastWrite }),
+		Writes:                      int(median(func(s Split) float64 { return float64(s.Writes) })),
+		LatencyMillis:               median(func(s Split) float64 { return s.LatencyMillis }),
+		InFlight:                    median(func(s Split) float64 { return s.InFlight }),
+		SourceWritten:               median(func(s Split) float64 { return s.SourceWritten }),
+		OwnerWritesBeforeFirstWrite: int(median(func(s Split) float64 { return float64(s.OwnerWritesBeforeFirstWrite) })),
+		StatusAfterLastWrite:        median(func(s Split) float64 { return s.StatusAfterLastWrite }),
+		CPU:                         cpu,
 	}
 }
 

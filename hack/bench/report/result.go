@@ -23,6 +23,24 @@ type Result struct {
 	CmsyncBreakdown []Breakdown `json:"cmsyncBreakdown"`
 	// Secrets are the same rounds with Secrets, cmsync running with --secrets=enabled.
 	Secrets SecretResult `json:"secrets"`
+	// ObjectSync is the same rounds with a NetworkPolicy copied by an ObjectSync, cmsync
+	// running with --object-kinds naming NetworkPolicy.
+	ObjectSync ObjectSyncResult `json:"objectSync"`
+}
+
+// ObjectSyncResult is the ObjectSync rounds' figures, like Result's for ConfigMaps:
+// LIMIT writes NetworkPolicies of a replica's shape; cmsync's rounds create an
+// ObjectSync naming a source NetworkPolicy, change the source and delete the ObjectSync.
+type ObjectSyncResult struct {
+	Rounds int    `json:"rounds"`
+	Limit  Phases `json:"limit"`
+	Cmsync Phases `json:"cmsync"`
+	RoundFigures
+	IdleWrites int64   `json:"idleWrites"`
+	Restart    Restart `json:"restart"`
+	// Memory is cmsync's resident size after the idle phase, one policy replicated
+	// to every namespace.
+	Memory Memory `json:"memory"`
 }
 
 // SecretResult is the Secret rounds' figures, like Result's for ConfigMaps.
@@ -60,6 +78,16 @@ type Split struct {
 	Writing          float64 `json:"writingSeconds"`
 	AfterLastWrite   float64 `json:"afterLastWriteSeconds"`
 	Writes           int     `json:"writes"`
+	// In cmsync's rounds, the writes to the owner (the source, or the ObjectSync) place
+	// the pass in the phase: SourceWritten is when the user's write that starts the
+	// phase completed (so BeforeFirstWrite less SourceWritten is the way from there to
+	// cmsync's first replica write: its watch's event, its queue and its pass's reads),
+	// OwnerWritesBeforeFirstWrite counts cmsync's writes to the owner before its first
+	// replica write (a finalizer, a status), and StatusAfterLastWrite is from the last
+	// replica write's completion to that of cmsync's status write after it.
+	SourceWritten               float64 `json:"sourceWrittenSeconds,omitempty"`
+	OwnerWritesBeforeFirstWrite int     `json:"ownerWritesBeforeFirstWrite,omitempty"`
+	StatusAfterLastWrite        float64 `json:"statusAfterLastWriteSeconds,omitempty"`
 	// LatencyMillis is the mean time the API server took per write; InFlight is the
 	// mean number of writes it had in hand while writing (the sum of the writes'
 	// latencies over the writing time).

@@ -76,27 +76,7 @@ func PrintResult(r Result) {
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "FAN-OUT (create N replicas)", r.Cmsync.Create, r.Limit.Create, r.Ratios["fanOut/limitCreate"])
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "UPDATE (N replicas follow)", r.Cmsync.Update, r.Limit.Update, r.Ratios["update/limitUpdate"])
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "CLEANUP (N replicas deleted)", r.Cmsync.Delete, r.Limit.Delete, r.Ratios["cleanup/limitDelete"])
-	fmt.Println("where the time went (medians; seconds before the first write, writing, after the last write):")
-	for _, ph := range phaseSplits {
-		c, l := medianSplit(r.CmsyncBreakdown, ph.get), medianSplit(r.LimitBreakdown, ph.get)
-		fmt.Printf(
-			"  %-6s cmsync %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)   LIMIT %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)\n",
-			ph.name,
-			c.BeforeFirstWrite,
-			c.Writing,
-			c.AfterLastWrite,
-			c.Writes,
-			c.LatencyMillis,
-			c.InFlight,
-			l.BeforeFirstWrite,
-			l.Writing,
-			l.AfterLastWrite,
-			l.Writes,
-			l.LatencyMillis,
-			l.InFlight,
-		)
-		fmt.Printf("  %-6s CPU seconds: cmsync phase %s   LIMIT phase %s\n", "", cpuList(c.CPU), cpuList(l.CPU))
-	}
+	printWhereTimeWent(r.CmsyncBreakdown, r.LimitBreakdown)
 	if s := r.Secrets; s.Rounds > 0 {
 		fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx   (Secrets, medians of %d rounds)\n", "SECRET FAN-OUT", s.Cmsync.Create, s.Limit.Create,
 			r.Ratios["secret fanOut/limitCreate"], s.Rounds)
@@ -104,6 +84,7 @@ func PrintResult(r Result) {
 		fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "SECRET CLEANUP", s.Cmsync.Delete, s.Limit.Delete, r.Ratios["secret cleanup/limitDelete"])
 		fmt.Printf("%-34s %10d\n", fmt.Sprintf("SECRET IDLE writes in %.0fs", r.IdleSeconds), s.IdleWrites)
 	}
+	printObjectSync(r)
 	fmt.Printf("%-34s %10d\n", fmt.Sprintf("IDLE writes in %.0fs", r.IdleSeconds), r.IdleWrites)
 	fmt.Printf("%-34s %9.2fs, %d writes\n", "RESTART in sync: ready", r.Restart.ReadySeconds, r.Restart.Writes)
 	for k, m := range r.Memory {
@@ -120,6 +101,52 @@ func PrintResult(r Result) {
 		)
 		fmt.Printf("%-34s %9.2fs, %d writes\n", "SCALE RESTART: ready", r.Scale.Restart.ReadySeconds, r.Scale.Restart.Writes)
 	}
+}
+
+// printWhereTimeWent prints, for each phase, the medians of where cmsync's and LIMIT's
+// time went, and for cmsync where its pass fell in the phase.
+func printWhereTimeWent(cmsync, limit []Breakdown) {
+	fmt.Println("where the time went (medians; seconds before the first write, writing, after the last write):")
+	for _, ph := range phaseSplits {
+		c, l := medianSplit(cmsync, ph.get), medianSplit(limit, ph.get)
+		fmt.Printf(
+			"  %-6s cmsync %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)   LIMIT %.2f + %.2f + %.2f (%d writes, %.1f ms each, %.1f in flight)\n",
+			ph.name,
+			c.BeforeFirstWrite,
+			c.Writing,
+			c.AfterLastWrite,
+			c.Writes,
+			c.LatencyMillis,
+			c.InFlight,
+			l.BeforeFirstWrite,
+			l.Writing,
+			l.AfterLastWrite,
+			l.Writes,
+			l.LatencyMillis,
+			l.InFlight,
+		)
+		fmt.Printf("  %-6s cmsync's pass: user's write done at %.3f s, first replica write %.3f s later (%d writes to the owner before it), "+
+			"status written %.3f s after the last\n", "", c.SourceWritten, c.BeforeFirstWrite-c.SourceWritten,
+			c.OwnerWritesBeforeFirstWrite, c.StatusAfterLastWrite)
+		fmt.Printf("  %-6s CPU seconds: cmsync phase %s   LIMIT phase %s\n", "", cpuList(c.CPU), cpuList(l.CPU))
+	}
+}
+
+// printObjectSync prints the ObjectSync rounds' figures, if they ran.
+func printObjectSync(r Result) {
+	o := r.ObjectSync
+	if o.Rounds == 0 {
+		return
+	}
+	ratio := func(c, l float64) float64 { return c / l }
+	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx   (ObjectSync of a NetworkPolicy, medians of %d rounds)\n", "OBJECTSYNC FAN-OUT",
+		o.Cmsync.Create, o.Limit.Create, ratio(o.Cmsync.Create, o.Limit.Create), o.Rounds)
+	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "OBJECTSYNC UPDATE", o.Cmsync.Update, o.Limit.Update, ratio(o.Cmsync.Update, o.Limit.Update))
+	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "OBJECTSYNC CLEANUP", o.Cmsync.Delete, o.Limit.Delete, ratio(o.Cmsync.Delete, o.Limit.Delete))
+	printWhereTimeWent(o.CmsyncBreakdown, o.LimitBreakdown)
+	fmt.Printf("%-34s %10d\n", fmt.Sprintf("OBJECTSYNC IDLE writes in %.0fs", r.IdleSeconds), o.IdleWrites)
+	fmt.Printf("%-34s %9.2fs, %d writes\n", "OBJECTSYNC RESTART: ready", o.Restart.ReadySeconds, o.Restart.Writes)
+	fmt.Printf("%-34s steady %.1f MiB, peak %.1f MiB\n", "MEMORY objectsync", o.Memory.SteadyMiB, o.Memory.PeakMiB)
 }
 
 // PrintScopedPoint prints one mode at one count of namespaces.

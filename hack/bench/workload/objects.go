@@ -7,10 +7,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
 // SourceNamespace holds the bench's sources.
 const SourceNamespace = "bench-src"
+
+// managedByCmsync selects cmsync's replicas.
+const managedByCmsync = v1alpha1.ManagedByLabel + "=" + v1alpha1.ManagedByValue
 
 // Object is a ConfigMap's or a Secret's metadata and string data.
 type Object struct {
@@ -50,7 +55,7 @@ func (k ConfigMaps) Delete(ctx context.Context, namespace, name string) error {
 }
 
 func (k ConfigMaps) ManagedValues(ctx context.Context) (map[string]string, error) {
-	list, err := k.Clientset.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=cmsync"})
+	list, err := k.Clientset.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: managedByCmsync})
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +90,7 @@ func (k Secrets) Delete(ctx context.Context, namespace, name string) error {
 }
 
 func (k Secrets) ManagedValues(ctx context.Context) (map[string]string, error) {
-	list, err := k.Clientset.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=cmsync"})
+	list, err := k.Clientset.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: managedByCmsync})
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +101,9 @@ func (k Secrets) ManagedValues(ctx context.Context) (map[string]string, error) {
 	return values, nil
 }
 
+// limitManagedByLabel is the first label of LIMIT's objects.
+const limitManagedByLabel = "bench.limit/managed-by"
+
 // ReplicaShaped is an object of a replica's shape under the bench's own keys: the
 // data keys of a bench source, and as many labels and annotations of the same sizes,
 // the third label changing with v as a replica's content-hash label changes with its
@@ -104,7 +112,7 @@ func ReplicaShaped(namespace, name, managedBy, v, payload string) Object {
 	return Object{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
 			Labels: map[string]string{
-				"bench.limit/managed-by": managedBy, "bench.limit/source-id": strings.Repeat("0", 40),
+				limitManagedByLabel: managedBy, "bench.limit/source-id": strings.Repeat("0", 40),
 				"bench.limit/content-hash": strings.Repeat(v, 40),
 			},
 			Annotations: map[string]string{"bench.limit/source": SourceNamespace + "/" + name}},
