@@ -270,7 +270,7 @@ bench-scoped: bench-tool ## Scoped mode (--namespaces) against the default at 10
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) scoped -cmsync $(BIN)/cmsync -rounds 3 $(BENCH_ARGS)
 
 .PHONY: bench-smoke
-bench-smoke: bench-tool ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first), one round of it with LIMIT watched and cmsync's warm-up, a tiny restarts run, a tiny styles run and a tiny scoped run, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
+bench-smoke: bench-tool ## A tiny sweep (20 namespaces, 2 sources, two rounds: LIMIT first, then cmsync first), one round of it with LIMIT watched and cmsync's warm-up, a tiny restarts run, a tiny styles run, a tiny scoped run and a tiny point with its ObjectSync rounds, so that the harness and its plots cannot rot; writes under $(BIN)/bench-smoke.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) sweep -cmsync $(BIN)/cmsync \
 	  -sweep-n 20 -sweep-s 2 -sweep-sizes 4Ki -sweep-base-n 20 -sweep-rounds 2 -sweep-short-rounds 2 -idle 3s -aftermath 200ms \
 	  -out $(BIN)/bench-smoke -plot-dir $(BIN)/bench-smoke/plots
@@ -281,6 +281,8 @@ bench-smoke: bench-tool ## A tiny sweep (20 namespaces, 2 sources, two rounds: L
 	  -sweep-s 2 -sweep-base-n 20 -sweep-restarts 1 -idle 3s -out $(BIN)/bench-smoke
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) styles -n 20 -rounds 2 -out $(BIN)/bench-smoke
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) scoped -cmsync $(BIN)/cmsync -scoped-n 5 -rounds 1 -aftermath 200ms -out $(BIN)/bench-smoke
+	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) point -cmsync $(BIN)/cmsync \
+	  -n 10 -u 0 -s 0 -rounds 1 -secret-rounds 0 -object-rounds 1 -idle 3s -aftermath 200ms -out $(BIN)/bench-smoke
 
 CHAOS_KILLS ?= 100
 CHAOS_LEADER_KILLS ?= 5

@@ -14,9 +14,7 @@ import (
 
 	"github.com/cmsync/cmsync/test/harness"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,9 +34,8 @@ const networkPolicies = "networking.k8s.io/v1/NetworkPolicy"
 // explain names the rule behind each namespace and what it holds (a replica, an object
 // cmsync did not create), by the ObjectSync's name and by one of its replicas; preview
 // predicts exactly the replicas a changed spec gains and loses, which cmsync then
-// makes. The plugin reads --object-kinds from the release, as every policy flag: the
-// suite's release enables no kind, and there the same ObjectSync is Invalid, saying
-// what to enable.
+// makes. The plugin reads --object-kinds from the release, as every policy flag: under
+// a release that enables no kind the same ObjectSync is Invalid, saying what to enable.
 func TestPluginObjectSync(t *testing.T) {
 	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
 	harness.StartController(t, "--object-kinds="+networkPolicies)
@@ -78,11 +75,11 @@ func TestPluginObjectSync(t *testing.T) {
 	}
 	t.Logf("kubectl cmsync explain osync/%s --all:\n%s", name, harness.Plugin(t, "explain", "osync/"+name, "--all", "--controller-namespace", release))
 
-	// The suite's release enables no kind: there the ObjectSync is Invalid.
-	var suites cli.Explanation
-	harness.PluginJSON(t, &suites, "explain", "osync/"+name, "--all")
-	if !strings.Contains(suites.Invalid, "not enabled for ObjectSync") || !strings.Contains(suites.Invalid, "objectSync.kinds") {
-		t.Errorf("explain under the suite's release: %+v, want Invalid, saying to enable the kind", suites)
+	// Under a release that enables no kind, the same ObjectSync is Invalid.
+	var none cli.Explanation
+	harness.PluginJSON(t, &none, "explain", "osync/"+name, "--all", "--controller-namespace", objectKindsRelease(t))
+	if !strings.Contains(none.Invalid, "not enabled for ObjectSync") || !strings.Contains(none.Invalid, "objectSync.kinds") {
+		t.Errorf("explain under a release without --object-kinds: %+v, want Invalid, saying to enable the kind", none)
 	}
 
 	checkObjectSyncPreview(t, release, osync, a, b, c, d)
@@ -138,47 +135,16 @@ func defaultDeny(namespace, name string) *networkingv1.NetworkPolicy {
 		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}}
 }
 
-// objectKindsRelease grants cmsync's ServiceAccount what the chart grants with
-// objectSync.kinds set to the NetworkPolicy kind — the kind's verbs and the
-// ObjectSyncs' — and makes a release whose Deployment runs cmsync with args (scaled to
-// zero: the test runs the process), in a namespace of its own, which it returns: the
-// plugin's --controller-namespace. Both go at the end, after the cmsync process.
+// objectKindsRelease makes a release whose Deployment runs cmsync with args (scaled to
+// zero: the test runs the process, under the grants the suite's chart gave cmsync's
+// ServiceAccount), in a namespace of its own, which it returns: the plugin's
+// --controller-namespace.
 func objectKindsRelease(t *testing.T, args ...string) string {
 	t.Helper()
 	// On an existing cluster the release's Pod is the controller, without these flags.
 	harness.SkipOnExistingCluster(t)
-	ctx := context.Background()
-	name := "e2e-objectsync-" + randomSuffix()
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"objectsyncs"}, Verbs: []string{"list", "watch", "patch"}},
-		{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"objectsyncs/status"}, Verbs: []string{"patch"}},
-	}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: harness.ReleaseNamespace, Name: harness.ServiceAccount}}}
-	must(t, harness.K8s.Create(ctx, role))
-	must(t, harness.K8s.Create(ctx, binding))
-	t.Cleanup(func() {
-		_ = harness.K8s.Delete(context.Background(), binding)
-		_ = harness.K8s.Delete(context.Background(), role)
-	})
-	// The authorizer learns of a binding from its informer: cmsync checks its grants
-	// at its start.
-	eventually(t, 30*time.Second, "the grants in effect", func() error {
-		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: harness.CmsyncUser,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Group: "networking.k8s.io", Resource: "networkpolicies"}}}
-		if err := harness.K8s.Create(ctx, review); err != nil {
-			return err
-		}
-		if !review.Status.Allowed {
-			return fmt.Errorf("not yet: %s", review.Status.Reason)
-		}
-		return nil
-	})
 	namespace := harness.NewNamespace(t, "osync-release", nil)
-	must(t, harness.K8s.Create(ctx, lookAlike(namespace, "cmsync", args...)))
+	must(t, harness.K8s.Create(context.Background(), lookAlike(namespace, "cmsync", args...)))
 	return namespace
 }
 
