@@ -339,12 +339,15 @@ func helmBinary(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
+// chartNamespace is the namespace the tests render the chart's release into.
+const chartNamespace = "cmsync-system"
+
 // renderChart runs helm template on the chart, with ValidatingAdmissionPolicy served and
 // sets (--set each), and returns its objects; or helm's error output.
 func renderChart(t *testing.T, sets ...string) ([]map[string]any, error) {
 	t.Helper()
 	args := make([]string, 0, 7+2*len(sets))
-	args = append(args, "template", "cmsync", "deploy/chart/cmsync", "--namespace", "cmsync-system",
+	args = append(args, "template", "cmsync", "deploy/chart/cmsync", "--namespace", chartNamespace,
 		"--api-versions", "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy")
 	for _, s := range sets {
 		args = append(args, "--set", s)
@@ -462,6 +465,12 @@ func TestChartObjectKindsGrantExactlyTheirVerbs(t *testing.T) {
 	r := renderFor(t, "objectSync.kinds={"+strings.Join(entries, ",")+"}", "objectSync.resources.example\\.com/v1alpha1/Endpoints=endpoints")
 	if !slices.Contains(r.args, "--object-kinds="+strings.Join(entries, ",")) {
 		t.Errorf("args %v, want --object-kinds=%s", r.args, strings.Join(entries, ","))
+	}
+	// The release's own namespace is never a destination: a deny-all NetworkPolicy there
+	// would stop cmsync, a RoleBinding there would hand out its ServiceAccount's grants.
+	if exclude := "--exclude-namespaces=kube-system,kube-public,kube-node-lease," + chartNamespace; !slices.Contains(r.args, exclude) ||
+		!slices.Contains(none.args, "--exclude-namespaces=kube-system,kube-public,kube-node-lease") {
+		t.Errorf("args with kinds %v, without %v: want %s with them, the default without", r.args, none.args, exclude)
 	}
 	for entry, gr := range kinds {
 		if got := grants(r.clusterRules, gr.Group, gr.Resource); !slices.Equal(got, objectVerbs) {

@@ -216,6 +216,15 @@ func takeOver(ctx context.Context, c cluster, move migrate.Move, copy migrate.Co
 	if current.GetUID() != copy.UID {
 		return fmt.Errorf("replaced since it was read (uid %s, now %s): run migrate again", copy.UID, current.GetUID())
 	}
+	// The plan left out copies with finalizers or owner references; one that gained
+	// them since would carry them into cmsync's replica.
+	if len(current.GetFinalizers()) > 0 || len(current.GetOwnerReferences()) > 0 {
+		return fmt.Errorf("it has finalizers or owner references now (%v, %d), which a replica of cmsync's must not: run migrate again",
+			current.GetFinalizers(), len(current.GetOwnerReferences()))
+	}
+	if err := sameContentAsSource(ctx, c, kind, move.Source, content); err != nil {
+		return err
+	}
 	labels, annotations, ref := move.Markers()
 	metadata := map[string]any{
 		"name": copy.Name, "namespace": copy.Namespace, "uid": current.GetUID(), "resourceVersion": current.GetResourceVersion(),
@@ -233,6 +242,27 @@ func takeOver(ctx context.Context, c cluster, move migrate.Move, copy migrate.Co
 	obj := metadataOf(kind)
 	obj.Namespace, obj.Name = key.Namespace, key.Name
 	return c.client.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, raw), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
+}
+
+// sameContentAsSource refuses a copy of an ObjectSync kind whose content is not its
+// source's: cmsync keeps the fields of a replica that its source does not set (they may
+// be the API server's defaults or another writer's), so a copy taken over with fields of
+// its own, such as an ingress rule that opens a default-deny NetworkPolicy, would keep
+// them. A ConfigMap's or Secret's replica gets its source's keys whole at the next pass.
+func sameContentAsSource(ctx context.Context, c cluster, kind string, source types.NamespacedName, content map[string]any) error {
+	if !isObjectKind(kind) {
+		return nil
+	}
+	objectKind := desired.NewObjectKind(gvkOf(kind))
+	obj := objectKind.New()
+	if err := c.client.Get(ctx, source, obj); err != nil {
+		return fmt.Errorf("reading its source %s: %w", source, err)
+	}
+	if !desired.SameContent(desired.Content{Fields: content}, objectKind.Content(obj)) {
+		return fmt.Errorf("its content differs from its source %s's, and cmsync would keep what the copy sets beyond the source: "+
+			"make the copy equal to its source (or delete it: cmsync then creates the replica), and run migrate again", source)
+	}
+	return nil
 }
 
 // readCopy reads a copy whole, and returns its content fields as they are. A Secret's

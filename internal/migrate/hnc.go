@@ -118,6 +118,12 @@ func (g *hncGroup) move(parents map[string]string, source Object, found bool, na
 		m.Refused = fmt.Sprintf("the source %s %s its copies' %s label names does not exist", m.Kind, m.Source, HNCInheritedFrom)
 		return m
 	}
+	if narrowed := hncNarrowing(source); narrowed != "" {
+		m.Refused = fmt.Sprintf("its %s annotation chooses the namespaces HNC copies it into, and from the copies alone cmsync cannot "+
+			"tell one HNC made from one written, with HNC's label, in a namespace HNC left out: write its ObjectSync (or "+
+			"ConfigMapSync, SecretSync) with the namespaces you mean", narrowed)
+		return m
+	}
 	var below []string
 	var copies []Object
 	for _, c := range g.copies {
@@ -162,20 +168,29 @@ func isBelow(parents map[string]string, namespace, ancestor string) bool {
 	return false
 }
 
+// hncNarrowing is the first of source's annotations that narrow where HNC propagates
+// it (select, treeSelect, none), or "".
+func hncNarrowing(source Object) string {
+	var found []string
+	for k := range source.GetAnnotations() {
+		if strings.HasPrefix(k, hncPropagatePrefix) {
+			found = append(found, k)
+		}
+	}
+	slices.Sort(found)
+	if len(found) == 0 {
+		return ""
+	}
+	return found[0]
+}
+
 // hncDropped names what of HNC's propagation an explicit object with a fixed list of
 // namespaces does not do.
 func hncDropped(source Object) []string {
-	out := []string{fmt.Sprintf(
+	return []string{fmt.Sprintf(
 		"HNC's hierarchy: a namespace created later below %s gets no copy; add it to destinationNamespaces, "+
 			"or select HNC's namespace label %s%s with namespaceSelector while HNC's labels stay",
 		source.GetNamespace(), source.GetNamespace(), ".tree."+HNCGroup+"/depth")}
-	for k, v := range source.GetAnnotations() {
-		if strings.HasPrefix(k, hncPropagatePrefix) {
-			out = append(out, fmt.Sprintf("%s=%q (the namespaces it chose now are listed; cmsync does not read it)", k, v))
-		}
-	}
-	slices.Sort(out[1:])
-	return out
 }
 
 // explicitOf is the explicit object that copies source, under name, as replicas says:

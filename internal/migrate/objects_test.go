@@ -40,14 +40,16 @@ func enabled(kinds ...schema.GroupVersionKind) Controller {
 // HNC's propagated copies carry hnc.x-k8s.io/inherited-from and HNC's managed-by
 // label (internal/objects/reconciler.go: writeObject, canonical). A source becomes an
 // ObjectSync (or a ConfigMapSync) into exactly the namespaces below it holding a copy;
-// a copy outside the tree is left; a kind the controller does not copy is refused with
-// what to do.
+// a copy outside the tree is left; a kind the controller does not copy, and a source
+// whose propagate annotations chose its namespaces, are refused with what to do.
 func TestPlanHNC(t *testing.T) {
 	copyLabels := map[string]string{HNCInheritedFrom: "org", "app.kubernetes.io/managed-by": HNCGroup}
 	h := HNC{
 		Parents: map[string]string{"team-a": "org", "team-b": "org", "team-b-dev": "team-b", "stray": "elsewhere"},
 		Objects: []Object{
-			networkPolicyObject("org", "deny", nil, map[string]string{hncPropagatePrefix + "treeSelect": "!team-b"}),
+			networkPolicyObject("org", "deny", nil, nil),
+			networkPolicyObject("org", "narrowed", nil, map[string]string{hncPropagatePrefix + "treeSelect": "!team-b"}),
+			networkPolicyObject("team-a", "narrowed", copyLabels, nil),
 			networkPolicyObject("team-a", "deny", copyLabels, nil),
 			networkPolicyObject("team-b-dev", "deny", copyLabels, nil),
 			networkPolicyObject("stray", "deny", copyLabels, nil),
@@ -74,8 +76,14 @@ func TestPlanHNC(t *testing.T) {
 	if len(deny.Left) != 1 || deny.Left[0].Namespace != "stray" || !strings.Contains(deny.Left[0].Why, "not below org") {
 		t.Errorf("deny leaves %+v, want the copy in stray, not below org", deny.Left)
 	}
-	if len(deny.Dropped) != 2 || !strings.Contains(deny.Dropped[1], "treeSelect") {
-		t.Errorf("deny drops %v, want the hierarchy's later namespaces and its treeSelect", deny.Dropped)
+	if len(deny.Dropped) != 1 || !strings.Contains(deny.Dropped[0], "created later") {
+		t.Errorf("deny drops %v, want the hierarchy's later namespaces", deny.Dropped)
+	}
+	// Where the source chose its namespaces, a copy in a namespace HNC left out could be
+	// anyone's: refused.
+	if narrowed := moveOf(t, moves, "NetworkPolicy", "org/narrowed", HNCPeer); !strings.Contains(narrowed.Refused, "treeSelect") ||
+		narrowed.ObjectSync != nil || len(narrowed.TakeOver) > 0 {
+		t.Errorf("a source with a treeSelect annotation: %+v, want it refused, naming the annotation", narrowed)
 	}
 	labels, _, ref := deny.Markers()
 	if labels["app.kubernetes.io/managed-by"] != "cmsync" || ref == nil || ref.Kind != "ObjectSync" {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -61,6 +62,7 @@ func TestMigrateFromHNC(t *testing.T) {
 	config := hncObject("HNCConfiguration", "", migrate.HNCConfigName, map[string]any{"resources": []any{
 		map[string]any{"group": "networking.k8s.io", "resource": "networkpolicies", "mode": "Propagate"},
 		map[string]any{"resource": "limitranges", "mode": "Propagate"},
+		map[string]any{"resource": "configmaps", "mode": "Propagate"},
 	}})
 	must(t, harness.K8s.Create(ctx, config))
 
@@ -73,6 +75,7 @@ func TestMigrateFromHNC(t *testing.T) {
 		copies = append(copies, c)
 	}
 	limits := hncLimitRanges(t, org, teamA)
+	settings := hncConfigMaps(t, org, teamA)
 
 	var plan cli.Migration
 	harness.PluginJSON(t, &plan, "migrate", "--controller-namespace", release)
@@ -92,6 +95,19 @@ func TestMigrateFromHNC(t *testing.T) {
 	osync := moveFrom(t, plan, migrate.HNCPeer, "NetworkPolicy", org+"/deny").ObjectSync
 	deleteObjectSyncAtEnd(t, osync)
 	expectTakenOver(t, copies[:3], migrate.HNCInheritedFrom)
+	// HNC's copy of a ConfigMap becomes a ConfigMapSync's replica, in place, too.
+	cms := moveFrom(t, plan, migrate.HNCPeer, "ConfigMap", org+"/settings").ConfigMapSync
+	if cms == nil {
+		t.Fatalf("the ConfigMap's move made no ConfigMapSync: %+v", plan)
+	}
+	t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), cms) })
+	taken := &corev1.ConfigMap{}
+	must(t, harness.K8s.Get(ctx, client.ObjectKeyFromObject(settings), taken))
+	if taken.UID != settings.UID || taken.Labels[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue ||
+		len(taken.OwnerReferences) != 1 || taken.OwnerReferences[0].Kind != v1alpha1.ConfigMapSyncKind {
+		t.Errorf("HNC's ConfigMap copy was not taken over in place: uid %s -> %s, labels %v, owners %v",
+			settings.UID, taken.UID, taken.Labels, taken.OwnerReferences)
+	}
 	expectUnchanged(t, append(copies[3:], limits...))
 	waitForObjectSyncReason(t, osync.Name, v1alpha1.ReasonSynced)
 	expectFollowsSource(t, org, copies[:3])
@@ -105,6 +121,18 @@ func hncObject(kind, namespace, name string, spec map[string]any) *unstructured.
 	obj.SetNamespace(namespace)
 	obj.SetName(name)
 	return obj
+}
+
+// hncConfigMaps makes a ConfigMap "settings" in src and HNC's copy of it in copyIn,
+// which it returns.
+func hncConfigMaps(t *testing.T, src, copyIn string) *corev1.ConfigMap {
+	t.Helper()
+	data := map[string]string{"level": "info"}
+	must(t, harness.K8s.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "settings"}, Data: data}))
+	copied := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: copyIn, Name: "settings",
+		Labels: map[string]string{migrate.HNCInheritedFrom: src, "app.kubernetes.io/managed-by": migrate.HNCGroup}}, Data: data}
+	must(t, harness.K8s.Create(context.Background(), copied))
+	return copied
 }
 
 // hncLimitRanges makes a LimitRange "limits" in src and HNC's copy of it in copyIn.
@@ -342,4 +370,45 @@ func installCRDs(t *testing.T, files ...string) {
 			return fmt.Errorf("not established: %v", now.Status.Conditions)
 		})
 	}
+}
+
+// A copy HNC made that someone loosened before the move (an ingress rule that opens the
+// default-deny) is not taken over: cmsync keeps the fields a replica sets beyond its
+// source, so the copy would stay open as cmsync's replica. migrate --apply says why,
+// fails, and leaves the copy as it was; the ObjectSync shows it as a conflict.
+func TestMigrateRefusesACopyThatDiffersFromItsSource(t *testing.T) {
+	harness.SkipOnExistingCluster(t)
+	installCRDs(t, "hnc.x-k8s.io_hncconfigurations.yaml", "hnc.x-k8s.io_hierarchyconfigurations.yaml")
+	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
+	harness.StartController(t, "--object-kinds="+networkPolicies)
+	ctx := context.Background()
+	org, team := harness.NewNamespace(t, "hnc-org", nil), harness.NewNamespace(t, "hnc-a", nil)
+	must(t, harness.K8s.Create(ctx, hncObject("HierarchyConfiguration", team, migrate.HierarchyName, map[string]any{"parent": org})))
+	config := hncObject("HNCConfiguration", "", migrate.HNCConfigName, map[string]any{"resources": []any{
+		map[string]any{"group": "networking.k8s.io", "resource": "networkpolicies", "mode": "Propagate"},
+	}})
+	switch err := harness.K8s.Create(ctx, config); {
+	case err == nil:
+		t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), config) })
+	case !apierrors.IsAlreadyExists(err):
+		t.Fatal(err)
+	}
+	must(t, harness.K8s.Create(ctx, defaultDeny(org, "deny")))
+	loosened := defaultDeny(team, "deny")
+	loosened.Labels = map[string]string{migrate.HNCInheritedFrom: org, "app.kubernetes.io/managed-by": migrate.HNCGroup}
+	loosened.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}}
+	must(t, harness.K8s.Create(ctx, loosened))
+
+	stdout, _, err := harness.PluginRun(t, "migrate", "--apply", "-o", "json", "--controller-namespace", release)
+	var m cli.Migration
+	if jsonErr := json.Unmarshal([]byte(stdout), &m); jsonErr != nil {
+		t.Fatalf("migrate --apply -o json: %v\n%s", jsonErr, stdout)
+	}
+	if osync := moveFrom(t, m, migrate.HNCPeer, "NetworkPolicy", org+"/deny").ObjectSync; osync != nil {
+		deleteObjectSyncAtEnd(t, osync)
+	}
+	if err == nil || !slices.ContainsFunc(m.Failed, func(f string) bool { return strings.Contains(f, "differs from its source") }) {
+		t.Errorf("migrate --apply: err %v, failed %v, want the loosened copy refused, saying its content differs from its source", err, m.Failed)
+	}
+	expectUnchanged(t, []client.Object{loosened})
 }
