@@ -170,11 +170,30 @@ func readyPods(t *testing.T, min int) []corev1.Pod {
 			}
 		}
 		if len(ready) < min {
-			return fmt.Errorf("%d of %d pods Ready", len(ready), len(pods.Items))
+			return fmt.Errorf("%d of %d pods Ready: %s", len(ready), len(pods.Items), describePods(pods.Items))
 		}
 		return nil
 	})
 	return ready
+}
+
+// describePods says, for a failure's message, where each Pod stands: its phase, whether
+// it is being deleted, its node and each container's state.
+func describePods(pods []corev1.Pod) string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		line := fmt.Sprintf("%s %s on %q deleting=%t", p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil)
+		for _, c := range p.Status.ContainerStatuses {
+			line += fmt.Sprintf(" [%s ready=%t restarts=%d %+v]", c.Name, c.Ready, c.RestartCount, c.State)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				line += fmt.Sprintf(" %s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "; ")
 }
 
 // On every node of the cluster (kind-e2e runs two), a Pod in a namespace of its own
