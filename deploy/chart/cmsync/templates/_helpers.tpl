@@ -91,19 +91,6 @@ missing): a Role cannot be created before its namespace.
 {{- end }}
 
 {{/*
-excludeNamespaces is controller.excludeNamespaces, and with objectSync.kinds listed the
-release's own namespace too: an ObjectSync could otherwise put a deny-all NetworkPolicy
-or a zero ResourceQuota beside cmsync and stop it, or (with RoleBinding listed) bind any
-role to cmsync's own ServiceAccount's namespace, whose Pods then act with cmsync's
-cluster-wide grants.
-*/}}
-{{- define "cmsync.excludeNamespaces" -}}
-{{- $excluded := include "cmsync.commaList" .Values.controller.excludeNamespaces | splitList "," | compact -}}
-{{- if include "cmsync.objectKinds" . -}}{{- $excluded = append $excluded .Release.Namespace -}}{{- end -}}
-{{- include "cmsync.commaList" $excluded -}}
-{{- end }}
-
-{{/*
 objectKinds is the chart's objectSync.kinds (a list, or a comma list in one string) as
 the comma list --object-kinds takes. It fails the install on an entry cmsync would
 refuse, with what to write instead: the release never starts a cmsync that stops at
