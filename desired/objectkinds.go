@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -107,6 +109,21 @@ const (
 	ClusterScoped
 )
 
+// ScopeOfMapping classifies what the API server's discovery answered for a kind
+// (mapper.RESTMapping): not served, namespaced or cluster-scoped. The controller at its
+// start and the plugin both ask, and judge the answer here.
+func ScopeOfMapping(mapping *meta.RESTMapping, err error) (KindScope, error) {
+	switch {
+	case meta.IsNoMatchError(err):
+		return NotServed, nil
+	case err != nil:
+		return NotServed, err
+	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
+		return ClusterScoped, nil
+	}
+	return Namespaced, nil
+}
+
 // ObjectKinds are the kinds the administrator enabled for ObjectSync, and what the API
 // server said of each at cmsync's start.
 type ObjectKinds map[schema.GroupVersionKind]KindScope
@@ -127,7 +144,7 @@ func (k ObjectKinds) CheckObjectKind(apiVersion, kind string) error {
 	switch {
 	case !enabled:
 		return fmt.Errorf("kind %s is not enabled for ObjectSync: the administrator adds %s to the controller's --object-kinds (chart value objectSync.kinds)",
-			describeKind(gvk), flagEntry(gvk))
+			describeKind(gvk), ObjectKindEntry(gvk))
 	case scope == NotServed:
 		return fmt.Errorf(
 			"the API server does not serve %s: install its CustomResourceDefinition (or fix spec.source.apiVersion); cmsync serves it once it is served",
@@ -147,8 +164,9 @@ func describeKind(gvk schema.GroupVersionKind) string {
 	return gvk.Kind + "." + gvk.Version + "." + gvk.Group
 }
 
-// flagEntry writes gvk as --object-kinds takes it.
-func flagEntry(gvk schema.GroupVersionKind) string {
+// ObjectKindEntry writes gvk as --object-kinds takes it (core kinds as v1/Kind): the
+// plugin's name of such a kind too.
+func ObjectKindEntry(gvk schema.GroupVersionKind) string {
 	if gvk.Group == "" {
 		return gvk.Version + "/" + gvk.Kind
 	}

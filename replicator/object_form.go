@@ -170,13 +170,12 @@ func (o *objectSyncs) SetupWithManager(mgr ctrl.Manager, options controller.Opti
 // and under which resource.
 func kindScope(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (desired.KindScope, schema.GroupVersionResource, error) {
 	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	switch {
-	case meta.IsNoMatchError(err):
-		return desired.NotServed, schema.GroupVersionResource{}, nil
-	case err != nil:
-		return desired.NotServed, schema.GroupVersionResource{}, fmt.Errorf("looking up %s: %w", gvk, err)
-	case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
-		return desired.ClusterScoped, mapping.Resource, nil
+	scope, err := desired.ScopeOfMapping(mapping, err)
+	if err != nil {
+		return scope, schema.GroupVersionResource{}, fmt.Errorf("looking up %s: %w", gvk, err)
 	}
-	return desired.Namespaced, mapping.Resource, nil
+	if scope == desired.NotServed {
+		return scope, schema.GroupVersionResource{}, nil
+	}
+	return scope, mapping.Resource, nil
 }

@@ -303,7 +303,7 @@ func moveKind(move migrate.Move) string {
 	if move.APIVersion == "" {
 		return move.Kind
 	}
-	return objectKindEntry(schema.FromAPIVersionAndKind(move.APIVersion, move.Kind))
+	return desired.ObjectKindEntry(schema.FromAPIVersionAndKind(move.APIVersion, move.Kind))
 }
 
 func setIf(m map[string]any, key string, value any, set bool) {

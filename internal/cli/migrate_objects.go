@@ -32,7 +32,7 @@ func planHNC(ctx context.Context, s session, namespaces []desired.Namespace, nea
 	case meta.IsNoMatchError(err):
 		return nil, nil
 	case apierrors.IsForbidden(err):
-		s.missed.add(mayGet(objectKindEntry(hncConfigKind), ""), "HNC's configuration (HNCConfiguration config): what HNC propagated")
+		s.missed.add(mayGet(desired.ObjectKindEntry(hncConfigKind), ""), "HNC's configuration (HNCConfiguration config): what HNC propagated")
 		return nil, nil
 	case client.IgnoreNotFound(err) != nil:
 		return nil, fmt.Errorf("reading HNCConfiguration %s: %w", migrate.HNCConfigName, err)
@@ -59,7 +59,7 @@ func hncParents(ctx context.Context, s session) (map[string]string, error) {
 	list.SetGroupVersionKind(hierarchyKind.GroupVersion().WithKind(hierarchyKind.Kind + "List"))
 	err := s.client.List(ctx, list)
 	if apierrors.IsForbidden(err) {
-		s.missed.add(mayList(objectKindEntry(hierarchyKind), ""), "HNC's hierarchy (HierarchyConfigurations): where HNC propagated")
+		s.missed.add(mayList(desired.ObjectKindEntry(hierarchyKind), ""), "HNC's hierarchy (HierarchyConfigurations): where HNC propagated")
 		return nil, nil
 	}
 	if err != nil {
@@ -116,7 +116,7 @@ func pluginKindOf(gvk schema.GroupVersionKind) string {
 	if gvk.Group == "" && (gvk.Kind == configMapKind || gvk.Kind == secretKind) {
 		return gvk.Kind
 	}
-	return objectKindEntry(gvk)
+	return desired.ObjectKindEntry(gvk)
 }
 
 // objectsOf lists the metadata of every object of kind as migrate reads it; none when
@@ -151,7 +151,7 @@ func planKyverno(ctx context.Context, s session, namespaces []desired.Namespace,
 	case meta.IsNoMatchError(err):
 		return nil, nil
 	case apierrors.IsForbidden(err):
-		s.missed.add(mayList(objectKindEntry(clusterPolicyGVK), ""), "Kyverno's ClusterPolicies: their generate-clone rules")
+		s.missed.add(mayList(desired.ObjectKindEntry(clusterPolicyGVK), ""), "Kyverno's ClusterPolicies: their generate-clone rules")
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("listing Kyverno's ClusterPolicies: %w", err)

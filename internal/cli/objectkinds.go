@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -15,14 +14,6 @@ import (
 // annotation form, and for a kind an ObjectSync copies its --object-kinds entry
 // (networking.k8s.io/v1/NetworkPolicy, v1/LimitRange), which says its group and
 // version too. objectKindOf reads either.
-
-// objectKindEntry writes gvk as --object-kinds takes it, the plugin's name of the kind.
-func objectKindEntry(gvk schema.GroupVersionKind) string {
-	if gvk.Group == "" {
-		return gvk.Version + "/" + gvk.Kind
-	}
-	return gvk.Group + "/" + gvk.Version + "/" + gvk.Kind
-}
 
 // isObjectKind reports whether kind names a kind an ObjectSync copies.
 func isObjectKind(kind string) bool { return strings.Contains(kind, "/") }
@@ -51,7 +42,7 @@ func sourceKindOf(spec v1alpha1.SyncSpec) string {
 	if err != nil {
 		return spec.SourceKind
 	}
-	return objectKindEntry(gv.WithKind(spec.SourceKind))
+	return desired.ObjectKindEntry(gv.WithKind(spec.SourceKind))
 }
 
 // servedKinds asks the API server, as cmsync does at its start, what it serves of each
@@ -60,17 +51,11 @@ func sourceKindOf(spec v1alpha1.SyncSpec) string {
 func (c cluster) servedKinds(enabled []schema.GroupVersionKind) (desired.ObjectKinds, error) {
 	kinds := desired.ObjectKinds{}
 	for _, gvk := range enabled {
-		mapping, err := c.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-		switch {
-		case meta.IsNoMatchError(err):
-			kinds[gvk] = desired.NotServed
-		case err != nil:
+		scope, err := desired.ScopeOfMapping(c.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version))
+		if err != nil {
 			return nil, fmt.Errorf("asking the API server about %s (--object-kinds): %w", gvk, err)
-		case mapping.Scope.Name() != meta.RESTScopeNameNamespace:
-			kinds[gvk] = desired.ClusterScoped
-		default:
-			kinds[gvk] = desired.Namespaced
 		}
+		kinds[gvk] = scope
 	}
 	return kinds, nil
 }

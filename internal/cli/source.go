@@ -151,7 +151,7 @@ func kindOf(flag string) (string, error) {
 		case len(gvk) != 1:
 			return "", fmt.Errorf("--kind %q: name one kind", flag)
 		}
-		return objectKindEntry(gvk[0]), nil
+		return desired.ObjectKindEntry(gvk[0]), nil
 	}
 	switch strings.ToLower(flag) {
 	case "configmap", "cm", "configmaps":
