@@ -17,7 +17,8 @@ const (
 	excludedByController
 	outsideScope
 	notRefused
-	// The tenant boundary's rules (Origin.admits).
+	// The rules of Origin.admits: the controller's own namespace, then the tenant boundary's.
+	controllerNamespace
 	outsideTenant
 	acceptFromInvalid
 	acceptedFrom
@@ -100,6 +101,8 @@ func (d decision) describe() string {
 		return fmt.Sprintf("excluded by the controller's --exclude-namespaces (%q)", d.pattern)
 	case outsideScope:
 		return "outside the namespaces cmsync serves (its --namespaces): cmsync neither reads nor writes there"
+	case controllerNamespace:
+		return "cmsync's own namespace: an ObjectSync never writes where cmsync runs (a Role, RoleBinding or NetworkPolicy there would reach cmsync itself)"
 	default:
 		return "not named by the targets (no entry, glob or selector matches it)"
 	}

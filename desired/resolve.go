@@ -126,6 +126,9 @@ func resolveSync[T Object](kind Kind[T], sync v1alpha1.Sync, namespaces []Namesp
 	// An explicit kind is cluster-scoped, an administrator's: the tenant boundary does
 	// not bind it.
 	intent := Intent[T]{Owner: owner, ReplicaName: SyncReplicaName(syncSpec), Origin: Unbound(owner.Source.Namespace)}
+	if contentIsFields(kind) {
+		intent.Origin.guarded = policy.ControllerNamespace
+	}
 	if syncSpec.SourceKind != kind.Name() {
 		intent.Invalid = fmt.Errorf("a %s names a %s, not a %s", syncSpec.Kind, syncSpec.SourceKind, kind.Name())
 		return intent

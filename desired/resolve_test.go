@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -190,5 +191,58 @@ func TestResolveChecksTheKindOnlyWhenReadWhole(t *testing.T) {
 	metaOnly := Source[*corev1.Secret]{Key: types.NamespacedName{Namespace: "platform", Name: "token"}, Meta: token}
 	if intent := Resolve(SecretKind{}, metaOnly, []Namespace{{Name: "team-a"}}, policy); intent.Invalid != nil || len(intent.Targets.Namespaces) != 1 {
 		t.Errorf("metadata only: %+v", intent)
+	}
+}
+
+// An ObjectSync never writes into the controller's own namespace, whatever its
+// destinations say (a RoleBinding there would reach cmsync's rights); a ConfigMapSync
+// may, and explain says why the namespace is left out.
+func TestObjectSyncKeepsOutOfTheControllersNamespace(t *testing.T) {
+	namespaces := []Namespace{{Name: "platform"}, {Name: "cmsync-system"}, {Name: "team-a"}}
+	policy := Policy{SourceNamespaces: []string{"*"}, ControllerNamespace: "cmsync-system"}
+	replicas := v1alpha1.ReplicaSpec{DestinationNamespaces: []string{"*"}, DestinationNamespace: "cmsync-system"}
+	osync := &v1alpha1.ObjectSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-deny"},
+		Spec: v1alpha1.ObjectSyncSpec{
+			Source: v1alpha1.ObjectSource{
+				APIVersion: "networking.k8s.io/v1",
+				Kind:       "NetworkPolicy",
+				Namespace:  "platform",
+				Name:       "default-deny",
+			},
+			DestinationNamespaces: replicas.DestinationNamespaces,
+			DestinationNamespace:  replicas.DestinationNamespace,
+		},
+	}
+	kind := NewObjectKind(defaultDeny().GroupVersionKind())
+	intent := Resolve(
+		kind,
+		Source[*unstructured.Unstructured]{Key: types.NamespacedName{Namespace: "platform", Name: "default-deny"}, Sync: osync},
+		namespaces,
+		policy,
+	)
+	if intent.Invalid != nil || !reflect.DeepEqual(intent.Targets.Namespaces, []string{"team-a"}) {
+		t.Fatalf("ObjectSync: targets %v, Invalid %v; want [team-a]", intent.Targets.Namespaces, intent.Invalid)
+	}
+	if got := AdmittingNamespaces(intent.Origin, namespaces, policy); !reflect.DeepEqual(got, []string{"team-a"}) {
+		t.Errorf("an Invalid ObjectSync would keep replicas in %v; want [team-a]", got)
+	}
+	verdict := ExplainTarget(intent.Spec, intent.Origin, namespaces[1], policy)
+	if verdict.Wanted || !strings.Contains(verdict.Rule, "cmsync's own namespace") {
+		t.Errorf("explain of cmsync-system: %+v", verdict)
+	}
+
+	cmsync := &v1alpha1.ConfigMapSync{
+		ObjectMeta: metav1.ObjectMeta{Name: "s"},
+		Spec:       v1alpha1.ConfigMapSyncSpec{SourceNamespace: "platform", ConfigMapName: "app", ReplicaSpec: replicas},
+	}
+	cmIntent := Resolve(
+		ConfigMapKind{},
+		Source[*corev1.ConfigMap]{Key: types.NamespacedName{Namespace: "platform", Name: "app"}, Sync: cmsync},
+		namespaces,
+		policy,
+	)
+	if !reflect.DeepEqual(cmIntent.Targets.Namespaces, []string{"cmsync-system", "team-a"}) {
+		t.Errorf("ConfigMapSync: targets %v; want [cmsync-system team-a]", cmIntent.Targets.Namespaces)
 	}
 }

@@ -86,6 +86,12 @@ type Policy struct {
 	// Scope are the namespaces cmsync serves (--namespaces), sorted: it reads and
 	// writes ConfigMaps and Secrets in no other. Empty: every namespace.
 	Scope []string
+	// ControllerNamespace is the namespace cmsync itself runs in, where its
+	// ServiceAccount lives: an ObjectSync never writes there (Origin.guarded), since a
+	// RoleBinding there would hand cmsync's cluster-wide rights to whoever may create
+	// ObjectSyncs, and a deny-all NetworkPolicy there would stop cmsync. "": not known
+	// (a process outside a cluster with no --leader-election-namespace).
+	ControllerNamespace string
 }
 
 // InScope reports whether cmsync serves namespace.

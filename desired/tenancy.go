@@ -99,6 +99,9 @@ type Origin struct {
 	// namespaces (not seen yet), so its tenant is not known: a bound source then
 	// reaches no namespace, rather than every one.
 	unknown bool
+	// guarded is a namespace no replica of the source enters whatever its targets say:
+	// the controller's own, for an ObjectSync (Policy.ControllerNamespace).
+	guarded string
 }
 
 // Unbound is the origin of a source the tenant boundary does not bind: a ConfigMapSync's
@@ -129,6 +132,9 @@ func (p Policy) OriginOf(sourceNamespace string, namespaces []Namespace) Origin 
 // source's namespace, otherwise outsideTenant or acceptFromInvalid. It runs for every
 // matched namespace of every pass, so it decides only: boundaryWords says why.
 func (o Origin) admits(ns Namespace) rule {
+	if o.guarded != "" && ns.Name == o.guarded {
+		return controllerNamespace
+	}
 	if !o.bound {
 		return notRefused
 	}

@@ -26,6 +26,7 @@ package leasefence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -209,8 +210,14 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// inClusterNamespace is where a Pod finds its own namespace.
-const inClusterNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+// PodNamespace is the namespace of the Pod this process runs in, "" outside a Pod.
+func PodNamespace() string {
+	raw, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(raw))
+}
 
 // LeaseLock is the Lease lock controller-runtime would build for the manager —
 // identity host name and a UUID, user agent "leader-election", a request timeout of half
@@ -220,11 +227,10 @@ const inClusterNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namesp
 // the manager exists.
 func LeaseLock(cfg *rest.Config, namespace, name string, renewDeadline time.Duration) (*resourcelock.LeaseLock, error) {
 	if namespace == "" {
-		raw, err := os.ReadFile(inClusterNamespace)
-		if err != nil {
-			return nil, fmt.Errorf("no leader election namespace given and not running in a Pod: %w", err)
-		}
-		namespace = strings.TrimSpace(string(raw))
+		namespace = PodNamespace()
+	}
+	if namespace == "" {
+		return nil, errors.New("no leader election namespace given and not running in a Pod")
 	}
 	host, err := os.Hostname()
 	if err != nil {

@@ -1,6 +1,7 @@
 package startup
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cmsync/cmsync/desired"
+	"github.com/cmsync/cmsync/internal/leasefence"
 	"github.com/cmsync/cmsync/internal/policyflags"
 	"github.com/cmsync/cmsync/replicator"
 )
@@ -94,12 +96,19 @@ func (o *Options) Logger() logr.Logger {
 	return zap.New(zap.UseFlagOptions(&o.zap))
 }
 
+// controllerNamespace is where cmsync runs, which no ObjectSync may write into: the
+// Pod's namespace, or, for a process outside a cluster, its lease's.
+func (o Options) controllerNamespace() string {
+	return cmp.Or(leasefence.PodNamespace(), o.leaderElectionNamespace)
+}
+
 // replicatorOptions checks the flags the controllers take.
 func (o Options) replicatorOptions() (replicator.Options, error) {
 	policy, err := o.policy().Policy()
 	if err != nil {
 		return replicator.Options{}, err
 	}
+	policy.ControllerNamespace = o.controllerNamespace()
 	if o.secrets != "enabled" && o.secrets != "disabled" {
 		return replicator.Options{}, fmt.Errorf("--secrets=%q: must be enabled or disabled", o.secrets)
 	}

@@ -55,7 +55,7 @@ func Run(ctx context.Context, o Options, started func()) error {
 	}
 	ctrl.Log.WithName("setup").Info("starting cmsync", "namespaces", replicate.Policy.Scope, "excludeNamespaces", replicate.Policy.ExcludeNamespaces,
 		"sourceNamespaces", replicate.Policy.SourceNamespaces, "reservedNames", replicate.Policy.ReservedNames,
-		"tenantLabel", replicate.Policy.TenantLabel, "secrets", o.secrets, "objectKinds", o.objectKinds)
+		"tenantLabel", replicate.Policy.TenantLabel, "secrets", o.secrets, "objectKinds", o.objectKinds, "controllerNamespace", replicate.Policy.ControllerNamespace)
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
+	"github.com/cmsync/cmsync/internal/cli"
 )
 
 // objectTakerIn returns a client acting as a user who may create ObjectSyncs (a real
@@ -220,6 +221,77 @@ func TestTenantCannotPushANetworkPolicyThroughCmsync(t *testing.T) {
 	for _, r := range tail.Next(t) {
 		if r.User.Username == harness.CmsyncUser && r.ObjectRef != nil && r.ObjectRef.Resource == "networkpolicies" && r.ObjectRef.Namespace == other {
 			t.Errorf("cmsync made a request about NetworkPolicies in %s: %s %s", other, r.Verb, r.RequestURI)
+		}
+	}
+}
+
+// With Role and RoleBinding enabled, whoever may create ObjectSyncs can put a binding
+// into every namespace cmsync writes. cmsync's own namespace is not one of them: a
+// binding there could run a Pod as cmsync's ServiceAccount and so hold every right the
+// chart gives cmsync (bind on ClusterRoles: cluster-admin), and a deny-all NetworkPolicy
+// there would cut cmsync off. A user who may create ObjectSyncs names it by name and
+// by glob, for a RoleBinding and a NetworkPolicy: their other destination gets its
+// replicas, cmsync's namespace gets nothing, cmsync sends no write about either kind
+// there, and kubectl cmsync explain says why.
+func TestObjectSyncCannotReachCmsyncsOwnNamespace(t *testing.T) {
+	c := harness.StartController(t, "--object-kinds="+objectKinds)
+	ctx := context.Background()
+	own, team := harness.NewNamespace(t, "osync-taker", nil), harness.NewNamespace(t, "osync-team", nil)
+	taker := objectTakerIn(t, own)
+	tail := harness.NewAuditTail(t)
+	// The binding an attacker would want everywhere: admin for a group of theirs.
+	must(t, harness.K8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: own, Name: "takers-admin"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "Group", Name: "takers"}}}))
+	denyAll := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: own, Name: "deny-all"},
+		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}}}
+	must(t, taker.Create(ctx, denyAll))
+
+	release := harness.ReleaseNamespace
+	syncs := map[string]*v1alpha1.ObjectSync{
+		"rolebindings": {ObjectMeta: metav1.ObjectMeta{Name: "takers-admin-" + randomSuffix()}, Spec: v1alpha1.ObjectSyncSpec{
+			Source:                v1alpha1.ObjectSource{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding", Namespace: own, Name: "takers-admin"},
+			DestinationNamespace:  release,
+			DestinationNamespaces: []string{team}}},
+		"networkpolicies": {ObjectMeta: metav1.ObjectMeta{Name: "deny-all-" + randomSuffix()}, Spec: v1alpha1.ObjectSyncSpec{
+			Source:                v1alpha1.ObjectSource{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy", Namespace: own, Name: "deny-all"},
+			DestinationNamespaces: []string{team, release + "*"}}},
+	}
+	for _, sync := range syncs {
+		must(t, taker.Create(ctx, sync))
+		deleteObjectSyncAtEnd(t, sync)
+	}
+	for _, sync := range syncs {
+		waitForObjectSyncStatus(t, sync, "1/1", v1alpha1.ReasonSynced)
+	}
+	for _, obj := range []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "takers-admin"}},
+		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "deny-all"}},
+	} {
+		must(t, harness.K8s.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+	}
+	consistently(t, 3*time.Second, "nothing of the ObjectSyncs in "+release, func() error {
+		for _, obj := range []client.Object{
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: release, Name: "takers-admin"}},
+			&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: release, Name: "deny-all"}},
+		} {
+			if err := harness.K8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("%T %s/%s: %v, want none", obj, release, obj.GetName(), err)
+			}
+		}
+		return nil
+	})
+
+	var e cli.Explanation
+	harness.PluginJSON(t, &e, "explain", "osync/"+syncs["rolebindings"].Name, "--in", release, "--controller-namespace", release)
+	if len(e.Rows) != 1 || e.Rows[0].Wanted || !strings.Contains(e.Rows[0].Rule, "cmsync's own namespace") {
+		t.Errorf("explain of %s: %+v, want it not wanted, as cmsync's own namespace", release, e)
+	}
+	c.Stop()
+	for _, r := range tail.Next(t) {
+		if r.User.Username == harness.CmsyncUser && r.ObjectRef != nil && r.ObjectRef.Namespace == release &&
+			(r.ObjectRef.Resource == "rolebindings" || r.ObjectRef.Resource == "networkpolicies") && r.Verb != "get" && r.Verb != "list" && r.Verb != "watch" {
+			t.Errorf("cmsync wrote %s in its own namespace: %s %s", r.ObjectRef.Resource, r.Verb, r.RequestURI)
 		}
 	}
 }
