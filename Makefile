@@ -282,7 +282,7 @@ bench-smoke: bench-tool ## A tiny sweep (20 namespaces, 2 sources, two rounds: L
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) styles -n 20 -rounds 2 -out $(BIN)/bench-smoke
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) scoped -cmsync $(BIN)/cmsync -scoped-n 5 -rounds 1 -aftermath 200ms -out $(BIN)/bench-smoke
 	KUBEBUILDER_ASSETS="$$(hack/control-plane-binaries.sh)" $(BENCH) point -cmsync $(BIN)/cmsync \
-	  -n 10 -u 0 -s 0 -rounds 1 -secret-rounds 0 -object-rounds 1 -idle 3s -aftermath 200ms -out $(BIN)/bench-smoke
+	  -n 10 -u 0 -s 0 -rounds 1 -secret-rounds 0 -object-rounds 1 -object-limit-watched -idle 3s -aftermath 200ms -out $(BIN)/bench-smoke
 
 CHAOS_KILLS ?= 100
 CHAOS_LEADER_KILLS ?= 5

@@ -25,6 +25,7 @@ import (
 type config struct {
 	namespaces, unrelated, sources, workers, rounds, secretRounds int
 	objectRounds                                                  int
+	objectLimitWatched                                            bool
 	idle, aftermath                                               time.Duration
 	binary, out, profile, cmsyncArgs, cmsyncEnv                   string
 	sweepCmsyncFirst                                              bool
@@ -131,6 +132,9 @@ func bindPointFlags(fs *flag.FlagSet, c *config) {
 	fs.IntVar(&c.objectRounds, "object-rounds", 9,
 		"the same rounds with an ObjectSync copying a NetworkPolicy, cmsync run with --object-kinds="+workload.PolicyKind+
 			", then its idle writes, restart and memory (0 skips them)")
+	fs.BoolVar(&c.objectLimitWatched, "object-limit-watched", false,
+		"each ObjectSync round also runs LIMIT's NetworkPolicy writes with a metadata-only watch of them open, as cmsync's replica store "+
+			"watches its replicas (LIMIT watched): what telling a watcher of each write costs the API server, which LIMIT alone does not pay")
 	fs.DurationVar(&c.idle, "idle", 60*time.Second, "length of the IDLE phase")
 	fs.DurationVar(&c.aftermath, "aftermath", time.Second,
 		"how long after each timed phase its CPU with aftermath is read, and how long the quiet window before it is")

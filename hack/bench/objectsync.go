@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/hack/bench/measure"
 	"github.com/cmsync/cmsync/hack/bench/report"
 	"github.com/cmsync/cmsync/hack/bench/workload"
 )
@@ -38,6 +39,16 @@ func (b *bench) objectRounds(ctx context.Context) {
 		limit := b.limit(ctx, 1, noProfile)
 		res.LimitRounds = append(res.LimitRounds, limit.phases())
 		res.LimitBreakdown = append(res.LimitBreakdown, b.breakdown(limit, b.isLimitWrite, nil))
+		if b.c.objectLimitWatched {
+			step("ObjectSync round %d of %d: LIMIT watched (NetworkPolicies)", r+1, b.c.objectRounds)
+			stopWatch, err := b.watchMetadata(ctx, limitManagedBy)
+			must(err)
+			watched := b.limitNamed(ctx, limitWatchedName, 1, noProfile)
+			stopWatch()
+			res.LimitWatchedRounds = append(res.LimitWatchedRounds, watched.phases())
+			res.LimitWatchedBreakdown = append(res.LimitWatchedBreakdown,
+				b.breakdown(watched, func(e measure.AuditEvent) bool { return b.isWriteOf(limitWatchedName, e) }, nil))
+		}
 		name := fmt.Sprintf("policy-r%02d", r)
 		var round windows
 		round.create = b.objectFanOut(ctx, syncs, name)
@@ -53,6 +64,12 @@ func (b *bench) objectRounds(ctx context.Context) {
 	b.res.Ratios["objectsync fanOut/limitCreate"] = res.Cmsync.Create / res.Limit.Create
 	b.res.Ratios["objectsync update/limitUpdate"] = res.Cmsync.Update / res.Limit.Update
 	b.res.Ratios["objectsync cleanup/limitDelete"] = res.Cmsync.Delete / res.Limit.Delete
+	if len(res.LimitWatchedRounds) > 0 {
+		watched := report.Medians(res.LimitWatchedRounds)
+		res.LimitWatched = &watched
+		b.res.Ratios["objectsync limitWatched delete/limitDelete"] = watched.Delete / res.Limit.Delete
+		b.res.Ratios["objectsync cleanup/limitWatchedDelete"] = res.Cmsync.Delete / watched.Delete
+	}
 }
 
 // objectIdleAndRestart fans one policy out, counts cmsync's writes while idle, reads

@@ -271,7 +271,7 @@ func (s *sweepRound) runLimit() {
 
 func (s *sweepRound) runLimitWatched() {
 	b, p := s.b, s.p
-	stopWatch, err := b.watchMetadata(s.ctx, "bench.limit/managed-by="+v1alpha1.ManagedByValue)
+	stopWatch, err := b.watchMetadata(s.ctx, limitManagedBy)
 	must(err)
 	limit := b.limitNamed(s.ctx, limitWatchedName, p.Sources, func(name string) func() { return s.phaseDone(limitWatchedName + "-" + name) })
 	stopWatch()
@@ -334,12 +334,15 @@ func (s *sweepRound) writersInTurn() {
 	}
 }
 
+// limitManagedBy selects LIMIT's objects, as cmsync's replica store selects its replicas.
+const limitManagedBy = "bench.limit/managed-by=" + v1alpha1.ManagedByValue
+
 // watchMetadata opens a metadata-only watch of the bench's kind of objects matching
 // selector, as cmsync's replica store watches its replicas, and drains it as a
 // reflector does, until the function it returns is called.
 func (b *bench) watchMetadata(ctx context.Context, selector string) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
-	w, err := metadata.NewForConfigOrDie(b.env.Config).Resource(corev1.SchemeGroupVersion.WithResource(b.kind.Resource())).
+	w, err := metadata.NewForConfigOrDie(b.env.Config).Resource(b.kind.GroupVersion().WithResource(b.kind.Resource())).
 		Namespace("").Watch(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		cancel()

@@ -125,6 +125,9 @@ func printStatus(w io.Writer, rows []StatusRow) {
 		if r.Namespace != "" {
 			name = r.Namespace + "/" + r.Name
 		}
+		if r.Copies != "" {
+			name += " (" + r.Copies + ")"
+		}
 		printf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Kind, name, r.Status, orDash(r.Synced), age(r.LastSync, now), r.Message)
 	}
 }

@@ -20,6 +20,9 @@ type StatusRow struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
+	// Copies names the source of a ConfigMapSync, SecretSync or ObjectSync: its kind,
+	// namespace and name ("NetworkPolicy platform/default-deny").
+	Copies string `json:"copies,omitempty"`
 	// Status is Synced, Degraded or Invalid (for a ConfigMapSync, SecretSync or ObjectSync: its Ready
 	// reason), Pending before cmsync reported, Deleting for a source being deleted, or
 	// Unknown in the one row of a kind the user may not list (Name "-").
@@ -114,8 +117,9 @@ func syncRows[T desired.Object](ctx context.Context, c cluster, kind desired.Kin
 		if namespace != "" && s.SyncSpec().SourceNamespace != namespace {
 			continue
 		}
-		status := s.SyncStatus()
-		row := StatusRow{Kind: explicit, Name: s.GetName(), Status: "Pending", Synced: status.Synced}
+		status, spec := s.SyncStatus(), s.SyncSpec()
+		row := StatusRow{Kind: explicit, Name: s.GetName(), Status: "Pending", Synced: status.Synced,
+			Copies: spec.SourceKind + " " + spec.SourceNamespace + "/" + spec.SourceName}
 		if ready := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionReady); ready != nil {
 			row.Status, row.Message = ready.Reason, ready.Message
 		}

@@ -60,8 +60,10 @@ func TestPluginObjectSync(t *testing.T) {
 	var rows []cli.StatusRow
 	harness.PluginJSON(t, &rows, "status", "-A")
 	i := slices.IndexFunc(rows, func(r cli.StatusRow) bool { return r.Kind == v1alpha1.ObjectSyncKind && r.Name == name })
-	if i < 0 || rows[i].Status != ready.Reason || rows[i].Message != ready.Message || rows[i].Synced != "2/3" {
-		t.Errorf("status -A: %+v, want the ObjectSync %s as its Ready condition says (%s: %s), 2/3", rows, name, ready.Reason, ready.Message)
+	if i < 0 || rows[i].Status != ready.Reason || rows[i].Message != ready.Message || rows[i].Synced != "2/3" ||
+		rows[i].Copies != "NetworkPolicy "+src+"/deny" {
+		t.Errorf("status -A: %+v, want the ObjectSync %s as its Ready condition says (%s: %s), 2/3, copying NetworkPolicy %s/deny",
+			rows, name, ready.Reason, ready.Message, src)
 	}
 
 	var e cli.Explanation

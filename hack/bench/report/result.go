@@ -36,8 +36,13 @@ type ObjectSyncResult struct {
 	Limit  Phases `json:"limit"`
 	Cmsync Phases `json:"cmsync"`
 	RoundFigures
-	IdleWrites int64   `json:"idleWrites"`
-	Restart    Restart `json:"restart"`
+	// LimitWatched is LIMIT's writes with a metadata-only watch of them open
+	// (-object-limit-watched), as cmsync's replica store watches its replicas.
+	LimitWatched          *Phases     `json:"limitWatched,omitempty"`
+	LimitWatchedRounds    []Phases    `json:"limitWatchedRounds,omitempty"`
+	LimitWatchedBreakdown []Breakdown `json:"limitWatchedBreakdown,omitempty"`
+	IdleWrites            int64       `json:"idleWrites"`
+	Restart               Restart     `json:"restart"`
 	// Memory is cmsync's resident size after the idle phase, one policy replicated
 	// to every namespace.
 	Memory Memory `json:"memory"`

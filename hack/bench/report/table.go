@@ -143,6 +143,10 @@ func printObjectSync(r Result) {
 		o.Cmsync.Create, o.Limit.Create, ratio(o.Cmsync.Create, o.Limit.Create), o.Rounds)
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "OBJECTSYNC UPDATE", o.Cmsync.Update, o.Limit.Update, ratio(o.Cmsync.Update, o.Limit.Update))
 	fmt.Printf("%-34s %9.2fs %9.2fs %7.2fx\n", "OBJECTSYNC CLEANUP", o.Cmsync.Delete, o.Limit.Delete, ratio(o.Cmsync.Delete, o.Limit.Delete))
+	if w := o.LimitWatched; w != nil {
+		fmt.Printf("  LIMIT watched %7.2fs %8.2fs %8.2fs (cmsync / LIMIT watched %.2fx %.2fx %.2fx)\n",
+			w.Create, w.Update, w.Delete, o.Cmsync.Create/w.Create, o.Cmsync.Update/w.Update, o.Cmsync.Delete/w.Delete)
+	}
 	printWhereTimeWent(o.CmsyncBreakdown, o.LimitBreakdown)
 	fmt.Printf("%-34s %10d\n", fmt.Sprintf("OBJECTSYNC IDLE writes in %.0fs", r.IdleSeconds), o.IdleWrites)
 	fmt.Printf("%-34s %9.2fs, %d writes\n", "OBJECTSYNC RESTART: ready", o.Restart.ReadySeconds, o.Restart.Writes)

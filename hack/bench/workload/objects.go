@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
@@ -27,6 +28,8 @@ type Object struct {
 type Kind interface {
 	// Resource names the kind's resource as the audit log does.
 	Resource() string
+	// GroupVersion is the kind's API group and version.
+	GroupVersion() schema.GroupVersion
 	Create(ctx context.Context, o Object) error
 	Update(ctx context.Context, o Object) error
 	Delete(ctx context.Context, namespace, name string) error
@@ -39,6 +42,8 @@ type Kind interface {
 type ConfigMaps struct{ Clientset *kubernetes.Clientset }
 
 func (ConfigMaps) Resource() string { return "configmaps" }
+
+func (ConfigMaps) GroupVersion() schema.GroupVersion { return corev1.SchemeGroupVersion }
 
 func (k ConfigMaps) Create(ctx context.Context, o Object) error {
 	_, err := k.Clientset.CoreV1().ConfigMaps(o.Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: o.ObjectMeta, Data: o.Data}, metav1.CreateOptions{})
@@ -70,6 +75,8 @@ func (k ConfigMaps) ManagedValues(ctx context.Context) (map[string]string, error
 type Secrets struct{ Clientset *kubernetes.Clientset }
 
 func (Secrets) Resource() string { return "secrets" }
+
+func (Secrets) GroupVersion() schema.GroupVersion { return corev1.SchemeGroupVersion }
 
 func (k Secrets) secret(o Object) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: o.ObjectMeta, Type: corev1.SecretTypeOpaque, StringData: o.Data}

@@ -5,6 +5,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -27,6 +28,8 @@ const policyValueLabel = "bench.cmsync.io/v"
 type NetworkPolicies struct{ Clientset *kubernetes.Clientset }
 
 func (NetworkPolicies) Resource() string { return "networkpolicies" }
+
+func (NetworkPolicies) GroupVersion() schema.GroupVersion { return networkingv1.SchemeGroupVersion }
 
 // policy is o as a NetworkPolicy. LIMIT's objects (ReplicaShaped) also carry a
 // controller owner reference, as an ObjectSync's replicas do (to their ObjectSync);
