@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -108,8 +109,48 @@ func planMigration(ctx context.Context, s session) (Migration, error) {
 		return m, err
 	}
 	m.Moves = slices.Concat(m.Moves, hnc, kyverno)
+	if err := leaveCopiesThatDiffer(ctx, s.cluster, m.Moves); err != nil {
+		return m, err
+	}
 	m.NotChecked = s.missed.list()
 	return m, nil
+}
+
+// leaveCopiesThatDiffer moves the copies of an ObjectSync kind whose content is not
+// their source's from those taken over to those left (sameContentAsSource says why), so
+// that the plan shows what --apply, which checks again, would refuse. A copy left so is
+// a conflict the ObjectSync reports until someone makes it equal to its source or
+// deletes it.
+func leaveCopiesThatDiffer(ctx context.Context, c cluster, moves []migrate.Move) error {
+	for i := range moves {
+		move := &moves[i]
+		kind := moveKind(*move)
+		if move.Refused != "" || !isObjectKind(kind) {
+			continue
+		}
+		var kept []migrate.Copy
+		for _, copy := range move.TakeOver {
+			_, content, err := readCopy(ctx, c, kind, types.NamespacedName{Namespace: copy.Namespace, Name: copy.Name})
+			if err == nil {
+				err = sameContentAsSource(ctx, c, kind, move.Source, content)
+			}
+			switch {
+			case errors.Is(err, errDiffersFromSource):
+				copy.Why = err.Error()
+				move.Left = append(move.Left, copy)
+				continue
+			case apierrors.IsForbidden(err):
+				// --apply refuses a plan with anything not checked.
+				c.missed.add(mayGet(kind, copy.Namespace), "the content of "+copy.Namespace+"/"+copy.Name+" and of its source "+
+					move.Source.String()+": not compared")
+			case err != nil && !apierrors.IsNotFound(err): // a copy gone since is --apply's to find
+				return fmt.Errorf("comparing the copy %s/%s with its source %s: %w", copy.Namespace, copy.Name, move.Source, err)
+			}
+			kept = append(kept, copy)
+		}
+		move.TakeOver = kept
+	}
+	return nil
 }
 
 // refusePartial refuses to apply a plan made without seeing everything: a copy not
@@ -259,11 +300,14 @@ func sameContentAsSource(ctx context.Context, c cluster, kind string, source typ
 		return fmt.Errorf("reading its source %s: %w", source, err)
 	}
 	if !desired.SameContent(desired.Content{Fields: content}, objectKind.Content(obj)) {
-		return fmt.Errorf("its content differs from its source %s's, and cmsync would keep what the copy sets beyond the source: "+
-			"make the copy equal to its source (or delete it: cmsync then creates the replica), and run migrate again", source)
+		return fmt.Errorf("%w %s's, and cmsync would keep what the copy sets beyond the source: "+
+			"make the copy equal to its source (or delete it: cmsync then creates the replica), and run migrate again", errDiffersFromSource, source)
 	}
 	return nil
 }
+
+// errDiffersFromSource is sameContentAsSource's refusal.
+var errDiffersFromSource = errors.New("its content differs from its source")
 
 // readCopy reads a copy whole, and returns its content fields as they are. A Secret's
 // values go from this read into the apply that writes them back unchanged, and nowhere

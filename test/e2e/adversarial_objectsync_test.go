@@ -80,11 +80,11 @@ func takeOverPatch(t *testing.T, sync *v1alpha1.ObjectSync, change map[string]an
 }
 
 // An ObjectSync's NetworkPolicy replica is protected as a ConfigMap replica is. A user
-// with edit rights in its namespace cannot edit, relabel or delete it, nor forge one,
-// nor make an HNC copy of their own a replica; writing it back unchanged is admitted.
-// A user who may create ObjectSyncs takes an HNC copy and a Kyverno generate-clone copy
-// over, their markers naming the source, with cmsync's markers alone (not with a
-// change of content), and cmsync then keeps them as its replicas, in place.
+// with edit rights in its namespace cannot edit, relabel or delete it, nor forge one
+// (writing it back unchanged is admitted), nor take over a copy of theirs that wears HNC's or Kyverno's markers (a Kyverno clone
+// labelled with its source's uid alone too). A user who may create ObjectSyncs takes
+// such copies over, their markers naming the source, with cmsync's markers alone (not
+// with a change of content), and cmsync then keeps them as its replicas, in place.
 func TestObjectSyncReplicasAreProtected(t *testing.T) {
 	harness.StartController(t, "--object-kinds="+objectKinds)
 	ctx := context.Background()
@@ -118,32 +118,42 @@ func TestObjectSyncReplicasAreProtected(t *testing.T) {
 		t.Errorf("the replica's resourceVersion moved from %s to %s", replica.ResourceVersion, now.ResourceVersion)
 	}
 
-	// HNC's and Kyverno's copies of other sources, the ObjectSyncs that name them.
-	hnc, kyverno := "hnc-deny", "kyverno-deny"
+	// HNC's and Kyverno's copies of other sources, the ObjectSyncs that name them. A
+	// Kyverno version that labels a clone with its source's uid and no name ties it by
+	// namespace and kind alone: the editor can write such labels on an object of theirs.
+	hnc, kyverno, kyvernoUID := "hnc-deny", "kyverno-deny", "kyverno-uid-deny"
 	syncs := map[string]*v1alpha1.ObjectSync{}
 	for name, markers := range map[string]map[string]string{
 		hnc: {"hnc.x-k8s.io/inherited-from": platform},
 		kyverno: {"app.kubernetes.io/managed-by": "kyverno", "generate.kyverno.io/source-namespace": platform,
 			"generate.kyverno.io/source-name": kyverno, "generate.kyverno.io/source-kind": "NetworkPolicy",
 			"generate.kyverno.io/source-group": "networking.k8s.io", "generate.kyverno.io/source-version": "v1"},
+		kyvernoUID: {"app.kubernetes.io/managed-by": "kyverno", "generate.kyverno.io/source-namespace": platform,
+			"generate.kyverno.io/source-kind": "NetworkPolicy", "generate.kyverno.io/source-group": "networking.k8s.io"},
 	} {
-		must(t, harness.K8s.Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: name}}))
-		must(t, harness.K8s.Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name, Labels: markers}}))
+		src := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: platform, Name: name}}
+		must(t, harness.K8s.Create(ctx, src))
+		if name == kyvernoUID {
+			markers["generate.kyverno.io/source-uid"] = string(src.UID)
+		}
+		must(t, editor.Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name, Labels: markers}}))
 		syncs[name] = newObjectSync(t, v1alpha1.ObjectSource{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy", Namespace: platform, Name: name}, team)
 		waitForObjectSyncStatus(t, syncs[name], "0/1", v1alpha1.ReasonDegraded)
 	}
 	copyOf := func(name string) *networkingv1.NetworkPolicy {
 		return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: name}}
 	}
-	expectRefused(t, "an editor taking an HNC copy over", editor.Patch(ctx, copyOf(hnc), takeOverPatch(t, syncs[hnc], nil)),
-		"taking over a copy as a replica of "+platform+"/"+hnc, "is for a user who may create ObjectSyncs")
+	for _, name := range []string{hnc, kyverno, kyvernoUID} {
+		expectRefused(t, "an editor taking their copy "+name+" over", editor.Patch(ctx, copyOf(name), takeOverPatch(t, syncs[name], nil)),
+			"taking over a copy as a replica of "+platform+"/"+name, "is for a user who may create ObjectSyncs")
+	}
 	taker := objectTakerIn(t, team)
 	expectRefused(t, "a take-over that changes the content", taker.Patch(ctx, copyOf(hnc),
 		takeOverPatch(t, syncs[hnc], map[string]any{"spec": map[string]any{"policyTypes": []string{"Ingress", "Egress"}}})),
 		"changes nothing but cmsync's markers", "an owner reference to an ObjectSync")
 	expectRefused(t, "taking over an HNC copy as the replica of another source",
 		taker.Patch(ctx, copyOf(hnc), takeOverPatch(t, syncs[kyverno], nil)), "only cmsync writes objects labelled")
-	for _, name := range []string{hnc, kyverno} {
+	for _, name := range []string{hnc, kyverno, kyvernoUID} {
 		before := copyOf(name)
 		must(t, harness.K8s.Get(ctx, client.ObjectKeyFromObject(before), before))
 		expectAdmitted(t, "taking over the copy "+name, taker.Patch(ctx, copyOf(name), takeOverPatch(t, syncs[name], nil)))

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -372,11 +371,13 @@ func installCRDs(t *testing.T, files ...string) {
 	}
 }
 
-// A copy HNC made that someone loosened before the move (an ingress rule that opens the
-// default-deny) is not taken over: cmsync keeps the fields a replica sets beyond its
-// source, so the copy would stay open as cmsync's replica. migrate --apply says why,
-// fails, and leaves the copy as it was; the ObjectSync shows it as a conflict.
-func TestMigrateRefusesACopyThatDiffersFromItsSource(t *testing.T) {
+// An editor of a team namespace forges what looks like HNC's copy of the platform's
+// default-deny there, with an ingress rule that opens it, hoping the administrator's
+// move makes it cmsync's replica: cmsync keeps the fields a replica sets beyond its
+// source, so the copy would stay open as cmsync's. migrate's plan leaves it, saying its
+// content differs from its source; --apply creates the ObjectSync and leaves the copy as
+// it was, and the ObjectSync reports it as a conflict.
+func TestMigrateLeavesACopyThatDiffersFromItsSource(t *testing.T) {
 	harness.SkipOnExistingCluster(t)
 	installCRDs(t, "hnc.x-k8s.io_hncconfigurations.yaml", "hnc.x-k8s.io_hierarchyconfigurations.yaml")
 	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
@@ -397,18 +398,24 @@ func TestMigrateRefusesACopyThatDiffersFromItsSource(t *testing.T) {
 	loosened := defaultDeny(team, "deny")
 	loosened.Labels = map[string]string{migrate.HNCInheritedFrom: org, "app.kubernetes.io/managed-by": migrate.HNCGroup}
 	loosened.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}}
-	must(t, harness.K8s.Create(ctx, loosened))
+	must(t, editorIn(t, team).Create(ctx, loosened))
 
-	stdout, _, err := harness.PluginRun(t, "migrate", "--apply", "-o", "json", "--controller-namespace", release)
-	var m cli.Migration
-	if jsonErr := json.Unmarshal([]byte(stdout), &m); jsonErr != nil {
-		t.Fatalf("migrate --apply -o json: %v\n%s", jsonErr, stdout)
+	var plan cli.Migration
+	harness.PluginJSON(t, &plan, "migrate", "--controller-namespace", release)
+	move := moveFrom(t, plan, migrate.HNCPeer, "NetworkPolicy", org+"/deny")
+	if len(move.TakeOver) != 0 || len(move.Left) != 1 || !strings.Contains(move.Left[0].Why, "differs from its source") {
+		t.Errorf("the plan: take over %+v, left %+v; want the forged copy left, its content differing from its source", move.TakeOver, move.Left)
 	}
-	if osync := moveFrom(t, m, migrate.HNCPeer, "NetworkPolicy", org+"/deny").ObjectSync; osync != nil {
-		deleteObjectSyncAtEnd(t, osync)
+	harness.PluginJSON(t, &plan, "migrate", "--apply", "--controller-namespace", release)
+	osync := moveFrom(t, plan, migrate.HNCPeer, "NetworkPolicy", org+"/deny").ObjectSync
+	if osync == nil || len(plan.Failed) > 0 {
+		t.Fatalf("migrate --apply: ObjectSync %v, failed %v", osync, plan.Failed)
 	}
-	if err == nil || !slices.ContainsFunc(m.Failed, func(f string) bool { return strings.Contains(f, "differs from its source") }) {
-		t.Errorf("migrate --apply: err %v, failed %v, want the loosened copy refused, saying its content differs from its source", err, m.Failed)
+	deleteObjectSyncAtEnd(t, osync)
+	sync := &v1alpha1.ObjectSync{ObjectMeta: metav1.ObjectMeta{Name: osync.Name}}
+	waitForObjectSyncStatus(t, sync, "0/1", v1alpha1.ReasonDegraded)
+	if f := sync.Status.FailedNamespaces; len(f) != 1 || f[0].Namespace != team || f[0].Reason != v1alpha1.ReasonConflict {
+		t.Errorf("ObjectSync %s: failed %+v, want the conflict in %s", osync.Name, f, team)
 	}
 	expectUnchanged(t, []client.Object{loosened})
 }
