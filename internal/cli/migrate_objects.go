@@ -20,6 +20,7 @@ var (
 	hncConfigKind    = schema.GroupVersionKind{Group: migrate.HNCGroup, Version: migrate.HNCVersion, Kind: "HNCConfiguration"}
 	hierarchyKind    = schema.GroupVersionKind{Group: migrate.HNCGroup, Version: migrate.HNCVersion, Kind: "HierarchyConfiguration"}
 	clusterPolicyGVK = schema.FromAPIVersionAndKind(migrate.KyvernoAPIVersion, migrate.ClusterPolicyKind)
+	policyGVK        = schema.FromAPIVersionAndKind(migrate.KyvernoAPIVersion, migrate.PolicyKind)
 )
 
 // planHNC plans the moves of what HNC propagated: it reads HNC's configuration, its
@@ -159,6 +160,17 @@ func planKyverno(ctx context.Context, s session, namespaces []desired.Namespace,
 	k := migrate.Kyverno{}
 	for i := range list.Items {
 		k.Policies = append(k.Policies, &list.Items[i])
+	}
+	namespaced := &unstructured.UnstructuredList{}
+	namespaced.SetGroupVersionKind(policyGVK.GroupVersion().WithKind(policyGVK.Kind + "List"))
+	switch err := s.client.List(ctx, namespaced); {
+	case apierrors.IsForbidden(err):
+		s.missed.add(mayList(desired.ObjectKindEntry(policyGVK), ""), "Kyverno's namespaced Policies: their generate-clone rules")
+	case err != nil && !meta.IsNoMatchError(err):
+		return nil, fmt.Errorf("listing Kyverno's Policies: %w", err)
+	}
+	for i := range namespaced.Items {
+		k.NamespacedPolicies = append(k.NamespacedPolicies, &namespaced.Items[i])
 	}
 	for _, entry := range migrate.KyvernoKinds(k.Policies) {
 		objects, err := objectsOf(ctx, s.cluster, pluginKindOf(gvkOf(entry)), near, "objects Kyverno's clone rules copy")

@@ -24,6 +24,7 @@ const (
 	// KyvernoAPIVersion and ClusterPolicyKind serve the policies.
 	KyvernoAPIVersion = "kyverno.io/v1"
 	ClusterPolicyKind = "ClusterPolicy"
+	PolicyKind        = "Policy"
 
 	kyvernoPolicyLabel = "generate.kyverno.io/policy-name"
 	kyvernoRuleLabel   = "generate.kyverno.io/rule-name"
@@ -35,10 +36,12 @@ const (
 )
 
 // Kyverno is what migrate reads of Kyverno: its ClusterPolicies, and the objects of the
-// kinds their clone rules copy, sources and copies alike.
+// kinds their clone rules copy, sources and copies alike; and its namespaced Policies,
+// whose clone rules are refused (NamespacedPolicies).
 type Kyverno struct {
-	Policies []*unstructured.Unstructured
-	Objects  []Object
+	Policies           []*unstructured.Unstructured
+	Objects            []Object
+	NamespacedPolicies []*unstructured.Unstructured
 }
 
 // The parts of a ClusterPolicy migrate reads, as Kyverno's API names them.
@@ -104,6 +107,17 @@ type (
 	}
 )
 
+// refused is the move of a clone rule that is not translated, saying why: it names
+// what the rule clones (its clone, or its cloneList's kinds and namespace).
+func (g *kyvernoGenerate) refused(peer, why string) Move {
+	kind, apiVersion := coreKind(g.APIVersion, g.Kind)
+	source := types.NamespacedName{Namespace: g.Clone.Namespace, Name: g.Clone.Name}
+	if g.Clone.Name == "" {
+		kind, apiVersion, source = strings.Join(g.CloneList.Kinds, ","), "", types.NamespacedName{Namespace: g.CloneList.Namespace}
+	}
+	return Move{Peer: peer, Kind: kind, APIVersion: apiVersion, Source: source, Refused: why}
+}
+
 // isClone reports whether a rule generates by cloning (clone or cloneList).
 func (g *kyvernoGenerate) isClone() bool {
 	return g != nil && (g.Clone.Name != "" || len(g.CloneList.Kinds) > 0)
@@ -166,7 +180,34 @@ func PlanKyverno(k Kyverno, namespaces []desired.Namespace, controller Controlle
 			}
 		}
 	}
+	for _, obj := range k.NamespacedPolicies {
+		moves = append(moves, namespacedPolicyMoves(obj)...)
+	}
 	sortMoves(moves)
+	return moves
+}
+
+// namespacedPolicyMoves refuses each clone rule of a namespaced Policy: such a rule
+// generates into the Policy's own namespace when an object there matches it, not once
+// for each namespace as a ClusterPolicy matching Namespaces does, and an ObjectSync has
+// no equivalent of that trigger.
+func namespacedPolicyMoves(obj *unstructured.Unstructured) []Move {
+	peer := KyvernoPeer + " Policy " + obj.GetNamespace() + "/" + obj.GetName()
+	p, err := readPolicy(obj)
+	if err != nil {
+		return []Move{{Peer: peer, Kind: PolicyKind, Source: types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()},
+			Refused: "its rules cannot be read: " + err.Error()}}
+	}
+	var moves []Move
+	for _, r := range p.Spec.Rules {
+		if !r.Generate.isClone() {
+			continue
+		}
+		moves = append(moves, r.Generate.refused(peer+" rule "+r.Name, fmt.Sprintf(
+			"not translated exactly: a namespaced Policy clones into its own namespace (%s) when an object there matches its rule, "+
+				"not into each namespace as a ClusterPolicy matching Namespaces does, and an ObjectSync has no such trigger; "+
+				"keep the rule in Kyverno, or write it as a ClusterPolicy matching Namespaces and run migrate again", obj.GetNamespace())))
+	}
 	return moves
 }
 
@@ -179,13 +220,7 @@ func ruleMoves(policy string, r kyvernoRule, objects []Object, namespaces []desi
 		err = sourcesErr
 	}
 	if err != nil {
-		g := r.Generate
-		kind, apiVersion := coreKind(g.APIVersion, g.Kind)
-		source := types.NamespacedName{Namespace: g.Clone.Namespace, Name: g.Clone.Name}
-		if g.Clone.Name == "" {
-			kind, apiVersion, source = strings.Join(g.CloneList.Kinds, ","), "", types.NamespacedName{Namespace: g.CloneList.Namespace}
-		}
-		return []Move{{Peer: peer, Kind: kind, APIVersion: apiVersion, Source: source, Refused: "not translated exactly: " + err.Error()}}
+		return []Move{r.Generate.refused(peer, "not translated exactly: "+err.Error())}
 	}
 	moves := make([]Move, 0, len(sources))
 	for _, s := range sources {

@@ -267,3 +267,38 @@ spec:
 		t.Errorf("dropped %v", ca.Dropped)
 	}
 }
+
+// A namespaced Policy's clone rule generates into the Policy's own namespace when an
+// object there matches: no ObjectSync says that, so each clone rule is refused, named,
+// and nothing of it is applied.
+func TestPlanKyvernoRefusesANamespacedPolicy(t *testing.T) {
+	manifest := `
+apiVersion: kyverno.io/v1
+kind: Policy
+metadata: {name: secrets, namespace: team-a}
+spec:
+  rules:
+  - name: copy-ca
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    generate:
+      apiVersion: networking.k8s.io/v1
+      kind: NetworkPolicy
+      name: allow-ca
+      namespace: team-a
+      synchronize: true
+      clone: {namespace: team-a, name: allow-ca-template}
+  - name: validate-only
+    match: {any: [{resources: {kinds: [Pod]}}]}
+`
+	k := Kyverno{NamespacedPolicies: []*unstructured.Unstructured{policy(t, manifest)},
+		Objects: []Object{networkPolicyObject("team-a", "allow-ca-template", nil, nil)}}
+	moves := PlanKyverno(k, namespacesNamed("team-a"), enabled(networkPolicy))
+	if len(moves) != 1 {
+		t.Fatalf("%+v, want one move, of the clone rule", moves)
+	}
+	m := moves[0]
+	if m.Peer != KyvernoPeer+" Policy team-a/secrets rule copy-ca" || m.Source.String() != "team-a/allow-ca-template" ||
+		!strings.Contains(m.Refused, "a namespaced Policy clones into its own namespace (team-a)") || m.Explicit() != nil {
+		t.Errorf("%+v, want the rule refused, naming its source and why", m)
+	}
+}

@@ -163,7 +163,7 @@ func hncLimitRanges(t *testing.T, src, copyIn string) []client.Object {
 // the copies over in place, and a namespace labelled later gets cmsync's replica.
 func TestMigrateFromKyvernoClone(t *testing.T) {
 	harness.SkipOnExistingCluster(t)
-	installCRDs(t, "kyverno.io_clusterpolicies.yaml.gz")
+	installCRDs(t, "kyverno.io_clusterpolicies.yaml.gz", "kyverno.io_policies.yaml.gz")
 	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
 	harness.StartController(t, "--object-kinds="+networkPolicies)
 	ctx := context.Background()
@@ -177,6 +177,13 @@ func TestMigrateFromKyvernoClone(t *testing.T) {
 		t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), p) })
 	}
 	copies := kyvernoClones(t, platform, policy, t1, t2)
+	// The same rule in a namespaced Policy clones into t1 when an object there matches.
+	namespaced := clonePolicy(t, "in-"+s, platform, label, "")
+	namespaced.SetKind(migrate.PolicyKind)
+	namespaced.SetNamespace(t1)
+	rule := namespaced.Object["spec"].(map[string]any)["rules"].([]any)[0].(map[string]any)
+	rule["match"] = map[string]any{"any": []any{map[string]any{"resources": map[string]any{"kinds": []any{"ConfigMap"}}}}}
+	must(t, harness.K8s.Create(ctx, namespaced))
 
 	var plan cli.Migration
 	harness.PluginJSON(t, &plan, "migrate", "--controller-namespace", release)
@@ -197,6 +204,10 @@ func TestMigrateFromKyvernoClone(t *testing.T) {
 		"exclude",
 	) {
 		t.Errorf("the rule with an exclude: %+v, want it refused, naming exclude", r)
+	}
+	if r := moveFrom(t, plan, migrate.KyvernoPeer+" Policy "+t1+"/in-"+s+" rule deny", "NetworkPolicy", platform+"/deny-template"); !strings.Contains(
+		r.Refused, "a namespaced Policy clones into its own namespace") {
+		t.Errorf("the namespaced Policy's rule: %+v, want it refused, saying why", r)
 	}
 	t.Logf("kubectl cmsync migrate:\n%s", harness.Plugin(t, "migrate", "--controller-namespace", release))
 	expectUnchanged(t, copies)
