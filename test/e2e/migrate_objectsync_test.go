@@ -44,7 +44,7 @@ import (
 // keeps them equal to the source.
 func TestMigrateFromHNC(t *testing.T) {
 	harness.SkipOnExistingCluster(t)
-	installCRDs(t, "hnc.x-k8s.io_hncconfigurations.yaml", "hnc.x-k8s.io_hierarchyconfigurations.yaml")
+	hncCluster(t, "networking.k8s.io/networkpolicies", "limitranges", "configmaps")
 	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
 	harness.StartController(t, "--object-kinds="+networkPolicies)
 	ctx := context.Background()
@@ -58,12 +58,6 @@ func TestMigrateFromHNC(t *testing.T) {
 	for child, parent := range map[string]string{teamA: org, teamB: org} {
 		must(t, harness.K8s.Create(ctx, hncObject("HierarchyConfiguration", child, migrate.HierarchyName, map[string]any{"parent": parent})))
 	}
-	config := hncObject("HNCConfiguration", "", migrate.HNCConfigName, map[string]any{"resources": []any{
-		map[string]any{"group": "networking.k8s.io", "resource": "networkpolicies", "mode": "Propagate"},
-		map[string]any{"resource": "limitranges", "mode": "Propagate"},
-		map[string]any{"resource": "configmaps", "mode": "Propagate"},
-	}})
-	must(t, harness.K8s.Create(ctx, config))
 
 	must(t, harness.K8s.Create(ctx, defaultDeny(org, "deny")))
 	copies := make([]client.Object, 0, 4)
@@ -110,6 +104,24 @@ func TestMigrateFromHNC(t *testing.T) {
 	expectUnchanged(t, append(copies[3:], limits...))
 	waitForObjectSyncReason(t, osync.Name, v1alpha1.ReasonSynced)
 	expectFollowsSource(t, org, copies[:3])
+}
+
+// hncCluster installs HNC's CRDs and its one HNCConfiguration, propagating the
+// resources ("group/resource", or "resource" of the core group), until the test ends.
+func hncCluster(t *testing.T, resources ...string) {
+	t.Helper()
+	installCRDs(t, "hnc.x-k8s.io_hncconfigurations.yaml", "hnc.x-k8s.io_hierarchyconfigurations.yaml")
+	entries := make([]any, 0, len(resources))
+	for _, r := range resources {
+		group, resource, found := strings.Cut(r, "/")
+		if !found {
+			group, resource = "", r
+		}
+		entries = append(entries, map[string]any{"group": group, "resource": resource, "mode": "Propagate"})
+	}
+	config := hncObject("HNCConfiguration", "", migrate.HNCConfigName, map[string]any{"resources": entries})
+	must(t, harness.K8s.Create(context.Background(), config))
+	t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), config) })
 }
 
 // hncObject is one of HNC's configuration objects.
@@ -390,21 +402,12 @@ func installCRDs(t *testing.T, files ...string) {
 // it was, and the ObjectSync reports it as a conflict.
 func TestMigrateLeavesACopyThatDiffersFromItsSource(t *testing.T) {
 	harness.SkipOnExistingCluster(t)
-	installCRDs(t, "hnc.x-k8s.io_hncconfigurations.yaml", "hnc.x-k8s.io_hierarchyconfigurations.yaml")
+	hncCluster(t, "networking.k8s.io/networkpolicies")
 	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
 	harness.StartController(t, "--object-kinds="+networkPolicies)
 	ctx := context.Background()
 	org, team := harness.NewNamespace(t, "hnc-org", nil), harness.NewNamespace(t, "hnc-a", nil)
 	must(t, harness.K8s.Create(ctx, hncObject("HierarchyConfiguration", team, migrate.HierarchyName, map[string]any{"parent": org})))
-	config := hncObject("HNCConfiguration", "", migrate.HNCConfigName, map[string]any{"resources": []any{
-		map[string]any{"group": "networking.k8s.io", "resource": "networkpolicies", "mode": "Propagate"},
-	}})
-	switch err := harness.K8s.Create(ctx, config); {
-	case err == nil:
-		t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), config) })
-	case !apierrors.IsAlreadyExists(err):
-		t.Fatal(err)
-	}
 	must(t, harness.K8s.Create(ctx, defaultDeny(org, "deny")))
 	loosened := defaultDeny(team, "deny")
 	loosened.Labels = map[string]string{migrate.HNCInheritedFrom: org, "app.kubernetes.io/managed-by": migrate.HNCGroup}
