@@ -36,13 +36,10 @@ type ObjectSyncResult struct {
 	Limit  Phases `json:"limit"`
 	Cmsync Phases `json:"cmsync"`
 	RoundFigures
-	// LimitWatched is LIMIT's writes with a metadata-only watch of them open
-	// (-object-limit-watched), as cmsync's replica store watches its replicas.
-	LimitWatched          *Phases     `json:"limitWatched,omitempty"`
-	LimitWatchedRounds    []Phases    `json:"limitWatchedRounds,omitempty"`
-	LimitWatchedBreakdown []Breakdown `json:"limitWatchedBreakdown,omitempty"`
-	IdleWrites            int64       `json:"idleWrites"`
-	Restart               Restart     `json:"restart"`
+	// LimitWatchedFigures are set with -object-limit-watched.
+	LimitWatchedFigures
+	IdleWrites int64   `json:"idleWrites"`
+	Restart    Restart `json:"restart"`
 	// Memory is cmsync's resident size after the idle phase, one policy replicated
 	// to every namespace.
 	Memory Memory `json:"memory"`
@@ -55,6 +52,15 @@ type SecretResult struct {
 	Cmsync Phases `json:"cmsync"`
 	RoundFigures
 	IdleWrites int64 `json:"idleWrites"`
+}
+
+// LimitWatchedFigures are LIMIT's writes run a second time with a metadata-only watch
+// of them open, as cmsync's replica store watches its replicas: medians, each round's
+// seconds, and their breakdown.
+type LimitWatchedFigures struct {
+	LimitWatched          *Phases     `json:"limitWatched,omitempty"`
+	LimitWatchedRounds    []Phases    `json:"limitWatchedRounds,omitempty"`
+	LimitWatchedBreakdown []Breakdown `json:"limitWatchedBreakdown,omitempty"`
 }
 
 // RoundFigures are every round's seconds and breakdowns, LIMIT's and cmsync's.
@@ -233,13 +239,11 @@ type Point struct {
 	TerminatedWatchers int     `json:"terminatedWatchers"`
 	Restart            Restart `json:"restart"`
 	RoundFigures
-	// LimitWatched is LIMIT's writes with a metadata-only watch of them open
-	// (-sweep-limit-watched): medians, each round's, their breakdown, and the API
-	// server's and etcd's CPU per 1,000 writes with each phase's aftermath.
-	LimitWatched                              *Phases     `json:"limitWatched,omitempty"`
-	LimitWatchedRounds                        []Phases    `json:"limitWatchedRounds,omitempty"`
-	LimitWatchedBreakdown                     []Breakdown `json:"limitWatchedBreakdown,omitempty"`
-	LimitWatchedServerCPUPer1000WithAftermath *Phases     `json:"limitWatchedServerCPUPer1000WritesWithAftermath,omitempty"`
+	// LimitWatchedFigures are set with -sweep-limit-watched, and with them the API
+	// server's and etcd's CPU per 1,000 of LIMIT watched's writes with each phase's
+	// aftermath.
+	LimitWatchedFigures
+	LimitWatchedServerCPUPer1000WithAftermath *Phases `json:"limitWatchedServerCPUPer1000WritesWithAftermath,omitempty"`
 }
 
 // RestartPoint is what -restarts-only measures at one count of sources.
