@@ -45,8 +45,9 @@ type Intent[T Object] struct {
 	Owner       Owner
 	ReplicaName string
 	Spec        TargetSpec
-	// Origin is where the source lives and which tenant binds it; set also when the
-	// intent is Invalid (AdmittingNamespaces).
+	// Origin is where the source lives, which tenant binds it and which namespace it
+	// never enters; set also when the intent is Invalid (AdmittingNamespaces; an
+	// explicit object that cannot be acted on takes SyncOrigin).
 	Origin  Origin
 	Targets Targets
 	// Template is the replica, when the source was read whole and is valid.
@@ -120,15 +121,22 @@ func resolveAnnotated[T Object](kind Kind[T], src Source[T], namespaces []Namesp
 	return intent
 }
 
+// SyncOrigin is the origin of the source of an explicit object of kind, living in
+// sourceNamespace: an administrator's, so the tenant boundary does not bind it; and an
+// ObjectSync's replicas never enter the controller's own namespace (Origin.guarded),
+// neither written nor, when the ObjectSync cannot be acted on, kept there.
+func SyncOrigin[T Object](kind Kind[T], sourceNamespace string, policy Policy) Origin {
+	origin := Unbound(sourceNamespace)
+	if contentIsFields(kind) {
+		origin.guarded = policy.ControllerNamespace
+	}
+	return origin
+}
+
 // resolveSync decides from a ConfigMapSync's or SecretSync's spec.
 func resolveSync[T Object](kind Kind[T], sync v1alpha1.Sync, namespaces []Namespace, policy Policy) Intent[T] {
 	owner, syncSpec := SyncOwner(sync), sync.SyncSpec()
-	// An explicit kind is cluster-scoped, an administrator's: the tenant boundary does
-	// not bind it.
-	intent := Intent[T]{Owner: owner, ReplicaName: SyncReplicaName(syncSpec), Origin: Unbound(owner.Source.Namespace)}
-	if contentIsFields(kind) {
-		intent.Origin.guarded = policy.ControllerNamespace
-	}
+	intent := Intent[T]{Owner: owner, ReplicaName: SyncReplicaName(syncSpec), Origin: SyncOrigin(kind, owner.Source.Namespace, policy)}
 	if syncSpec.SourceKind != kind.Name() {
 		intent.Invalid = fmt.Errorf("a %s names a %s, not a %s", syncSpec.Kind, syncSpec.SourceKind, kind.Name())
 		return intent

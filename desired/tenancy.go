@@ -83,11 +83,12 @@ func ParseAcceptFrom(value string) (include, exclude []string, err error) {
 	return include, exclude, nil
 }
 
-// Origin is where a source lives, as the tenant boundary sees it. A source written by
-// a namespace's user (the annotation form) in a namespace of a tenant is bound: it
-// reaches the namespaces of its tenant and those that accept its namespace. A source
-// in a namespace of no tenant, a ConfigMapSync's (cluster-scoped, an administrator's)
-// and every source while --tenant-label is unset are not bound.
+// Origin is where a source lives, and which namespaces its replicas may enter whatever
+// its targets say. A source written by a namespace's user (the annotation form) in a
+// namespace of a tenant is bound: it reaches the namespaces of its tenant and those that
+// accept its namespace. A source in a namespace of no tenant, an explicit object's
+// (cluster-scoped, an administrator's) and every source while --tenant-label is unset
+// are not bound. An ObjectSync's never reaches the controller's own namespace (SyncOrigin).
 type Origin struct {
 	// Namespace is the source's namespace.
 	Namespace string
@@ -127,9 +128,10 @@ func (p Policy) OriginOf(sourceNamespace string, namespaces []Namespace) Origin 
 	return Origin{Namespace: sourceNamespace, bound: true, label: p.TenantLabel, unknown: true}
 }
 
-// admits decides whether the boundary lets a replica of a source of this origin into
-// ns: notRefused within the tenant (or unbound), acceptedFrom when ns accepts the
-// source's namespace, otherwise outsideTenant or acceptFromInvalid. It runs for every
+// admits decides whether a replica of a source of this origin may enter ns:
+// controllerNamespace for a guarded origin in the controller's namespace; else, by the
+// tenant boundary, notRefused within the tenant (or unbound), acceptedFrom when ns
+// accepts the source's namespace, otherwise outsideTenant or acceptFromInvalid. It runs for every
 // matched namespace of every pass, so it decides only: boundaryWords says why.
 func (o Origin) admits(ns Namespace) rule {
 	if o.guarded != "" && ns.Name == o.guarded {

@@ -77,8 +77,7 @@ func (f *syncForm[T]) load(ctx context.Context, key types.NamespacedName) (subje
 	case err != nil:
 		return s, err
 	case problem != nil:
-		// An explicit kind is not bound by tenants: its source's namespace is its origin.
-		s = s.cannotActOn(sync, desired.Unbound(s.owner.Source.Namespace), problem)
+		s = s.cannotActOn(sync, desired.SyncOrigin(f.engine.kind, s.owner.Source.Namespace, f.policy), problem)
 		s.plan.Targets = intent.Targets.Namespaces
 		return s, nil
 	}

@@ -117,34 +117,39 @@ func planMigration(ctx context.Context, s session) (Migration, error) {
 }
 
 // leaveCopiesThatDiffer moves the copies of an ObjectSync kind whose content is not
-// their source's from those taken over to those left (sameContentAsSource says why), so
-// that the plan shows what --apply, which checks again, would refuse. A copy left so is
-// a conflict the ObjectSync reports until someone makes it equal to its source or
-// deletes it.
+// their source's from those taken over to those left (sameContent says why), so that
+// the plan shows what --apply, which checks again, would refuse. A copy left so is a
+// conflict the ObjectSync reports until someone makes it equal to its source or
+// deletes it. What the user may not read is named, and --apply then refuses the plan.
 func leaveCopiesThatDiffer(ctx context.Context, c cluster, moves []migrate.Move) error {
 	for i := range moves {
 		move := &moves[i]
 		kind := moveKind(*move)
-		if move.Refused != "" || !isObjectKind(kind) {
+		if move.Refused != "" || !isObjectKind(kind) || len(move.TakeOver) == 0 {
 			continue
+		}
+		source, err := sourceContent(ctx, c, kind, move.Source)
+		if apierrors.IsForbidden(err) {
+			c.missed.add(mayGet(kind, move.Source.Namespace), "the source "+move.Source.String()+": its copies' content not compared with it")
+			continue
+		}
+		if err != nil {
+			return err
 		}
 		var kept []migrate.Copy
 		for _, copy := range move.TakeOver {
 			_, content, err := readCopy(ctx, c, kind, types.NamespacedName{Namespace: copy.Namespace, Name: copy.Name})
-			if err == nil {
-				err = sameContentAsSource(ctx, c, kind, move.Source, content)
-			}
 			switch {
-			case errors.Is(err, errDiffersFromSource):
-				copy.Why = err.Error()
-				move.Left = append(move.Left, copy)
-				continue
 			case apierrors.IsForbidden(err):
-				// --apply refuses a plan with anything not checked.
-				c.missed.add(mayGet(kind, copy.Namespace), "the content of "+copy.Namespace+"/"+copy.Name+" and of its source "+
-					move.Source.String()+": not compared")
+				c.missed.add(mayGet(kind, copy.Namespace), "the copy "+copy.Namespace+"/"+copy.Name+": its content not compared with its source")
 			case err != nil && !apierrors.IsNotFound(err): // a copy gone since is --apply's to find
-				return fmt.Errorf("comparing the copy %s/%s with its source %s: %w", copy.Namespace, copy.Name, move.Source, err)
+				return fmt.Errorf("reading the copy %s/%s of %s: %w", copy.Namespace, copy.Name, move.Source, err)
+			case err == nil:
+				if differs := sameContent(move.Source, source, content); differs != nil {
+					copy.Why = differs.Error()
+					move.Left = append(move.Left, copy)
+					continue
+				}
 			}
 			kept = append(kept, copy)
 		}
@@ -263,8 +268,14 @@ func takeOver(ctx context.Context, c cluster, move migrate.Move, copy migrate.Co
 		return fmt.Errorf("it has finalizers or owner references now (%v, %d), which a replica of cmsync's must not: run migrate again",
 			current.GetFinalizers(), len(current.GetOwnerReferences()))
 	}
-	if err := sameContentAsSource(ctx, c, kind, move.Source, content); err != nil {
-		return err
+	if isObjectKind(kind) {
+		source, err := sourceContent(ctx, c, kind, move.Source)
+		if err != nil {
+			return err
+		}
+		if err := sameContent(move.Source, source, content); err != nil {
+			return err
+		}
 	}
 	labels, annotations, ref := move.Markers()
 	metadata := map[string]any{
@@ -285,28 +296,30 @@ func takeOver(ctx context.Context, c cluster, move migrate.Move, copy migrate.Co
 	return c.client.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, raw), client.FieldOwner(v1alpha1.FieldManager), client.ForceOwnership)
 }
 
-// sameContentAsSource refuses a copy of an ObjectSync kind whose content is not its
-// source's: cmsync keeps the fields of a replica that its source does not set (they may
-// be the API server's defaults or another writer's), so a copy taken over with fields of
-// its own, such as an ingress rule that opens a default-deny NetworkPolicy, would keep
-// them. A ConfigMap's or Secret's replica gets its source's keys whole at the next pass.
-func sameContentAsSource(ctx context.Context, c cluster, kind string, source types.NamespacedName, content map[string]any) error {
-	if !isObjectKind(kind) {
-		return nil
-	}
+// sourceContent reads the content of the source of a move of an ObjectSync kind.
+func sourceContent(ctx context.Context, c cluster, kind string, source types.NamespacedName) (desired.Content, error) {
 	objectKind := desired.NewObjectKind(gvkOf(kind))
 	obj := objectKind.New()
 	if err := c.client.Get(ctx, source, obj); err != nil {
-		return fmt.Errorf("reading its source %s: %w", source, err)
+		return desired.Content{}, fmt.Errorf("reading the source %s: %w", source, err)
 	}
-	if !desired.SameContent(desired.Content{Fields: content}, objectKind.Content(obj)) {
+	return objectKind.Content(obj), nil
+}
+
+// sameContent refuses a copy of an ObjectSync kind whose content is not its source's:
+// cmsync keeps the fields of a replica that its source does not set (they may be the
+// API server's defaults or another writer's), so a copy taken over with fields of its
+// own, such as an ingress rule that opens a default-deny NetworkPolicy, would keep
+// them. A ConfigMap's or Secret's replica gets its source's keys whole at the next pass.
+func sameContent(source types.NamespacedName, want desired.Content, content map[string]any) error {
+	if !desired.SameContent(desired.Content{Fields: content}, want) {
 		return fmt.Errorf("%w %s's, and cmsync would keep what the copy sets beyond the source: "+
 			"make the copy equal to its source (or delete it: cmsync then creates the replica), and run migrate again", errDiffersFromSource, source)
 	}
 	return nil
 }
 
-// errDiffersFromSource is sameContentAsSource's refusal.
+// errDiffersFromSource is sameContent's refusal.
 var errDiffersFromSource = errors.New("its content differs from its source")
 
 // readCopy reads a copy whole, and returns its content fields as they are. A Secret's

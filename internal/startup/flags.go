@@ -96,10 +96,10 @@ func (o *Options) Logger() logr.Logger {
 	return zap.New(zap.UseFlagOptions(&o.zap))
 }
 
-// controllerNamespace is where cmsync runs, which no ObjectSync may write into: the
-// Pod's namespace, or, for a process outside a cluster, its lease's.
+// controllerNamespace is where cmsync runs, which no ObjectSync may write into: its
+// lease's namespace, which defaults to the Pod's (the chart sets both to the release's).
 func (o Options) controllerNamespace() string {
-	return cmp.Or(leasefence.PodNamespace(), o.leaderElectionNamespace)
+	return cmp.Or(o.leaderElectionNamespace, leasefence.PodNamespace())
 }
 
 // replicatorOptions checks the flags the controllers take.

@@ -56,6 +56,10 @@ func Run(ctx context.Context, o Options, started func()) error {
 	ctrl.Log.WithName("setup").Info("starting cmsync", "namespaces", replicate.Policy.Scope, "excludeNamespaces", replicate.Policy.ExcludeNamespaces,
 		"sourceNamespaces", replicate.Policy.SourceNamespaces, "reservedNames", replicate.Policy.ReservedNames,
 		"tenantLabel", replicate.Policy.TenantLabel, "secrets", o.secrets, "objectKinds", o.objectKinds, "controllerNamespace", replicate.Policy.ControllerNamespace)
+	if len(replicate.ObjectKinds) > 0 && replicate.Policy.ControllerNamespace == "" {
+		ctrl.Log.WithName("setup").Error(nil, "cmsync does not know its own namespace (no --leader-election-namespace, not in a Pod), "+
+			"so ObjectSyncs are not kept out of it; give --leader-election-namespace")
+	}
 	if err := mgr.Start(ctx); err != nil {
 		return err
 	}

@@ -292,6 +292,15 @@ func TestObjectSyncCannotReachCmsyncsOwnNamespace(t *testing.T) {
 		return nil
 	})
 
+	// Nor through the take-over door: a copy there that HNC's label ties to the source
+	// stays out of cmsync's hands, even for a user who may create ObjectSyncs and edit there.
+	stub := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: release, Name: "deny-all",
+		Labels: map[string]string{"hnc.x-k8s.io/inherited-from": own}}, Spec: denyAll.Spec}
+	must(t, harness.K8s.Create(ctx, stub))
+	t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), stub) })
+	expectRefused(t, "taking over a copy in cmsync's namespace", objectTakerIn(t, release).Patch(ctx, stub,
+		takeOverPatch(t, syncs["networkpolicies"], nil)), "is refused in cmsync's own namespace")
+
 	var e cli.Explanation
 	harness.PluginJSON(t, &e, "explain", "osync/"+syncs["rolebindings"].Name, "--in", release, "--controller-namespace", release)
 	if len(e.Rows) != 1 || e.Rows[0].Wanted || !strings.Contains(e.Rows[0].Rule, "cmsync's own namespace") {

@@ -252,7 +252,7 @@ func TestObjectSyncRolesNeedTheChartsEscalateAndBind(t *testing.T) {
 	must(t, err)
 	if said := strings.Join(strings.Fields(notes), " "); !strings.Contains(said,
 		"RIGHTS: with Role and RoleBinding listed, cmsync holds escalate on Roles and bind on Roles and ClusterRoles: "+
-			"it can put any right into the namespaces it may write (every namespace but those excluded and its own), "+
+			"it can put any right into the namespaces it writes (those it serves but the excluded ones, never its own), "+
 			"and so can whoever may create ObjectSyncs, through it.") {
 		t.Errorf("the install notes do not say what listing Role and RoleBinding gives:\n%s", notes)
 	}

@@ -811,3 +811,36 @@ func TestObjectSyncDeletedWhileCmsyncIsDownTakesOnlyItsReplicas(t *testing.T) {
 		t.Errorf("%d deletes in %s, want its one replica's", n, mine)
 	}
 }
+
+// cmsync's own namespace never holds an ObjectSync's replica: one written there before
+// (by a controller that did not know its namespace, or before an upgrade) is deleted
+// once the controller knows it — also while the ObjectSync cannot be acted on, when
+// the replicas elsewhere are kept — and no new one is written.
+func TestObjectSyncKeepsNoReplicaInTheControllersNamespace(t *testing.T) {
+	srcNS, team, own := newNamespace(t, "src", nil), newNamespace(t, "dst", nil), newNamespace(t, "cmsync", nil)
+	src := defaultDenyPolicy(t, srcNS)
+	running := startController(t, withObjectKinds(t, policiesAndLimits))
+	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{Source: policySource(srcNS, src.Name), DestinationNamespaces: []string{team, own}})
+	waitForPolicyReplicas(t, sync, src.Spec, team, own)
+	running.Stop()
+
+	// The source is gone: the ObjectSync cannot be acted on, and keeps its replicas
+	// where they may stay.
+	must(t, k8s.Delete(context.Background(), src))
+	guarded := defaultPolicy()
+	guarded.ControllerNamespace = own
+	restarted := startController(t, withObjectKinds(t, policiesAndLimits), withPolicy(guarded))
+	waitForReadyCount(t, sync, metav1.ConditionFalse, v1alpha1.ReasonSourceNotFound, "")
+	waitForPolicyReplicas(t, sync, src.Spec, team)
+
+	// The source is back: the replica goes to the team's namespace alone.
+	src = defaultDenyPolicy(t, srcNS)
+	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+	consistently(t, 2*time.Second, "no replica in "+own, func() error {
+		if n := restarted.WritesIn(http.MethodPost, own); n > 0 {
+			return fmt.Errorf("%d creates in %s", n, own)
+		}
+		return nil
+	})
+	waitForPolicyReplicas(t, sync, src.Spec, team)
+}
