@@ -306,6 +306,12 @@ func TestObjectSyncCannotReachCmsyncsOwnNamespace(t *testing.T) {
 	if len(e.Rows) != 1 || e.Rows[0].Wanted || !strings.Contains(e.Rows[0].Rule, "cmsync's own namespace") {
 		t.Errorf("explain of %s: %+v, want it not wanted, as cmsync's own namespace", release, e)
 	}
+	// Their deletion, cmsync's cleanup, ends what it sends; then no write of either kind
+	// in its namespace is in the audit log.
+	for _, sync := range syncs {
+		must(t, harness.K8s.Delete(ctx, sync))
+		waitForObject(t, &v1alpha1.ObjectSync{ObjectMeta: metav1.ObjectMeta{Name: sync.Name}}, false)
+	}
 	c.Stop()
 	for _, r := range tail.Next(t) {
 		if r.User.Username == harness.CmsyncUser && r.ObjectRef != nil && r.ObjectRef.Namespace == release &&
