@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
-	"github.com/cmsync/cmsync/hack/bench/measure"
 	"github.com/cmsync/cmsync/hack/bench/report"
 	"github.com/cmsync/cmsync/hack/bench/workload"
 )
@@ -41,13 +40,7 @@ func (b *bench) objectRounds(ctx context.Context) {
 		res.LimitBreakdown = append(res.LimitBreakdown, b.breakdown(limit, b.isLimitWrite, nil))
 		if b.c.objectLimitWatched {
 			step("ObjectSync round %d of %d: LIMIT watched (NetworkPolicies)", r+1, b.c.objectRounds)
-			stopWatch, err := b.watchMetadata(ctx, limitManagedBy)
-			must(err)
-			watched := b.limitNamed(ctx, limitWatchedName, 1, noProfile)
-			stopWatch()
-			res.LimitWatchedRounds = append(res.LimitWatchedRounds, watched.phases())
-			res.LimitWatchedBreakdown = append(res.LimitWatchedBreakdown,
-				b.breakdown(watched, func(e measure.AuditEvent) bool { return b.isWriteOf(limitWatchedName, e) }, nil))
+			b.limitWatched(ctx, 1, &res.LimitWatchedFigures, noProfile)
 		}
 		name := fmt.Sprintf("policy-r%02d", r)
 		var round windows

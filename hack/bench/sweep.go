@@ -270,14 +270,8 @@ func (s *sweepRound) runLimit() {
 }
 
 func (s *sweepRound) runLimitWatched() {
-	b, p := s.b, s.p
-	stopWatch, err := b.watchMetadata(s.ctx, limitManagedBy)
-	must(err)
-	limit := b.limitNamed(s.ctx, limitWatchedName, p.Sources, func(name string) func() { return s.phaseDone(limitWatchedName + "-" + name) })
-	stopWatch()
-	p.LimitWatchedRounds = append(p.LimitWatchedRounds, limit.phases())
-	p.LimitWatchedBreakdown = append(p.LimitWatchedBreakdown,
-		b.breakdown(limit, func(e measure.AuditEvent) bool { return b.isWriteOf(limitWatchedName, e) }, nil))
+	s.b.limitWatched(s.ctx, s.p.Sources, &s.p.LimitWatchedFigures,
+		func(name string) func() { return s.phaseDone(limitWatchedName + "-" + name) })
 }
 
 // runCmsync runs cmsync's fan-out, mass update and cleanup; in the last round, between
@@ -336,6 +330,18 @@ func (s *sweepRound) writersInTurn() {
 
 // limitManagedBy selects LIMIT's objects, as cmsync's replica store selects its replicas.
 const limitManagedBy = "bench.limit/managed-by=" + v1alpha1.ManagedByValue
+
+// limitWatched runs LIMIT's writes again (objects named limitWatchedName-…) with a
+// metadata-only watch of them open, and adds the round's figures to into.
+func (b *bench) limitWatched(ctx context.Context, perNamespace int, into *report.LimitWatchedFigures, profile func(phase string) (wait func())) {
+	stopWatch, err := b.watchMetadata(ctx, limitManagedBy)
+	must(err)
+	limit := b.limitNamed(ctx, limitWatchedName, perNamespace, profile)
+	stopWatch()
+	into.LimitWatchedRounds = append(into.LimitWatchedRounds, limit.phases())
+	into.LimitWatchedBreakdown = append(into.LimitWatchedBreakdown,
+		b.breakdown(limit, func(e measure.AuditEvent) bool { return b.isWriteOf(limitWatchedName, e) }, nil))
+}
 
 // watchMetadata opens a metadata-only watch of the bench's kind of objects matching
 // selector, as cmsync's replica store watches its replicas, and drains it as a

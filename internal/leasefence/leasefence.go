@@ -210,25 +210,12 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// PodNamespace is the namespace of the Pod this process runs in, "" outside a Pod.
-func PodNamespace() string {
-	raw, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(raw))
-}
-
 // LeaseLock is the Lease lock controller-runtime would build for the manager —
 // identity host name and a UUID, user agent "leader-election", a request timeout of half
 // the renew deadline so one hung request cannot cost the lease — built here so that it
-// can be fenced. Its client does not go through the Fence. The namespace defaults to the
-// Pod's own. Events about the lease need a recorder: set LockConfig.EventRecorder once
-// the manager exists.
+// can be fenced. Its client does not go through the Fence. Events about the lease need
+// a recorder: set LockConfig.EventRecorder once the manager exists.
 func LeaseLock(cfg *rest.Config, namespace, name string, renewDeadline time.Duration) (*resourcelock.LeaseLock, error) {
-	if namespace == "" {
-		namespace = PodNamespace()
-	}
 	if namespace == "" {
 		return nil, errors.New("no leader election namespace given and not running in a Pod")
 	}

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"flag"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -15,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/cmsync/cmsync/desired"
-	"github.com/cmsync/cmsync/internal/leasefence"
 	"github.com/cmsync/cmsync/internal/policyflags"
 	"github.com/cmsync/cmsync/replicator"
 )
@@ -96,10 +97,20 @@ func (o *Options) Logger() logr.Logger {
 	return zap.New(zap.UseFlagOptions(&o.zap))
 }
 
-// controllerNamespace is where cmsync runs, which no ObjectSync may write into: its
-// lease's namespace, which defaults to the Pod's (the chart sets both to the release's).
+// controllerNamespace is where cmsync runs: its lease's namespace, which defaults to
+// the Pod's (the chart sets both to the release's); no ObjectSync may write into it.
+// "" outside a Pod without --leader-election-namespace.
 func (o Options) controllerNamespace() string {
-	return cmp.Or(o.leaderElectionNamespace, leasefence.PodNamespace())
+	return cmp.Or(o.leaderElectionNamespace, podNamespace())
+}
+
+// podNamespace is the namespace of the Pod this process runs in, "" outside a Pod.
+func podNamespace() string {
+	raw, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(raw))
 }
 
 // replicatorOptions checks the flags the controllers take.

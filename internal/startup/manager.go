@@ -137,7 +137,7 @@ func (o Options) fencedLeaseLock(cfg *rest.Config) (*fencedLock, error) {
 		return nil, fmt.Errorf("--leader-elect-retry-period (%s) < --leader-elect-renew-deadline (%s) < --leader-elect-lease-duration (%s) must hold",
 			o.retryPeriod, o.renewDeadline, o.leaseDuration)
 	}
-	lease, err := leasefence.LeaseLock(cfg, o.leaderElectionNamespace, leaseName, o.renewDeadline)
+	lease, err := leasefence.LeaseLock(cfg, o.controllerNamespace(), leaseName, o.renewDeadline)
 	if err != nil {
 		return nil, err
 	}
