@@ -49,7 +49,7 @@ cluster_config() {
 pod_network() {
   local nodes name ip cidr other oip ocidr
   for _ in $(seq 120); do
-    nodes="$("$KUBECTL" get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.status.addresses[?(@.type=="InternalIP")].address} {.spec.podCIDR}{"\n"}{end}')"
+    nodes="$("$KUBECTL" get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.status.addresses[?(@.type=="InternalIP")].address} {.spec.podCIDR}{"\n"}{end}')" || nodes=""
     [ "$(echo "$nodes" | awk 'NF == 3' | wc -l)" -ge "$KIND_NODES" ] && break
     sleep 1
   done
@@ -64,6 +64,20 @@ JSON
       [ "$other" = "$name" ] || docker exec "$name" ip route replace "$ocidr" via "$oip"
     done <<< "$nodes"
   done <<< "$nodes"
+}
+
+# api_server_ready waits until the API server answers /readyz through the host's port.
+# kind create returns once the control plane has answered, but on a loaded machine its
+# port can still reset connections for a while after; what follows needs it answering.
+api_server_ready() {
+  for _ in $(seq 180); do
+    "$KUBECTL" get --raw /readyz >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  log "the API server did not answer /readyz within 3 minutes after kind create; its containers and last log lines:"
+  docker exec "$KIND_CLUSTER-control-plane" crictl ps -a >&2 || true
+  docker exec "$KIND_CLUSTER-control-plane" sh -c 'crictl logs --tail 40 "$(crictl ps -a --name kube-apiserver -q | head -1)"' >&2 || true
+  return 1
 }
 
 up() {
@@ -82,6 +96,7 @@ up() {
   [ -z "$KIND_IMAGE" ] || image=(--image "$KIND_IMAGE")
   "$KIND" create cluster --name "$KIND_CLUSTER" "${image[@]}" --config "$DIR/cluster.yaml" \
     --kubeconfig "$DIR/kubeconfig" --retain >&2
+  api_server_ready
   if [ "$KIND_OFFLINE" = 1 ]; then pod_network; fi
   "$KUBECTL" wait --for=condition=Ready nodes --all --timeout=300s >&2
 }
