@@ -2,8 +2,9 @@ package desired
 
 import (
 	"fmt"
-
 	"strconv"
+
+	"github.com/cmsync/cmsync/api/v1alpha1"
 )
 
 // DefaultMaxReplicatedBytes is the default of --max-replicated-bytes: half of etcd's
@@ -18,13 +19,7 @@ const DefaultMaxReplicatedBytes = 1 << 30
 // copied from the source as much as cmsync's markers. Metadata counts like data: a
 // source with no data and a 250 KB annotation writes 250 KB into every target.
 func (t Template[T]) Size() int64 {
-	n := int64(len(t.name) + len(t.content.Type))
-	for k, v := range t.labels {
-		n += int64(len(k) + len(v))
-	}
-	for k, v := range t.annotations {
-		n += int64(len(k) + len(v))
-	}
+	n := int64(len(t.name)+len(t.content.Type)) + MetadataBytes(t.labels, t.annotations)
 	for k, v := range t.content.Text {
 		n += int64(len(k) + len(v))
 	}
@@ -35,6 +30,41 @@ func (t Template[T]) Size() int64 {
 		n += int64(len(fieldsJSON(t.content.Fields)))
 	}
 	return n
+}
+
+// MaxReplicaMetadataBytes bounds the labels and annotations of a replica, cmsync's
+// markers included: a quarter of the API server's limit on annotations (256 KiB). The
+// replica store keeps every replica's metadata, and the replicas of different sources
+// share none of it, so without a bound a tenant who may label ConfigMaps could fill
+// cmsync's memory with labels (the API server bounds each label, not their number).
+// A source whose replicas would carry more is Invalid; an object labelled as a replica
+// that carries more was not written so by cmsync, and the store keeps only cmsync's
+// markers of it (CompactOversized).
+const MaxReplicaMetadataBytes = 64 << 10
+
+// MetadataBytes is the bytes of labels and annotations: their keys and values.
+func MetadataBytes(labels, annotations map[string]string) int64 {
+	var n int64
+	for k, v := range labels {
+		n += int64(len(k) + len(v))
+	}
+	for k, v := range annotations {
+		n += int64(len(k) + len(v))
+	}
+	return n
+}
+
+// checkReplicaMetadata says why a replica's labels and annotations cannot be written:
+// more bytes than MaxReplicaMetadataBytes; or nil.
+func (t Template[T]) checkReplicaMetadata() error {
+	n := MetadataBytes(t.labels, t.annotations)
+	if n <= MaxReplicaMetadataBytes {
+		return nil
+	}
+	return fmt.Errorf(
+		"the labels and annotations a replica would carry take %s, over cmsync's limit of %s per replica: "+
+			"keep the large ones out of the copies with the source's %s annotation; existing replicas are kept",
+		bytesOf(n), bytesOf(MaxReplicaMetadataBytes), v1alpha1.StripMetadataAnnotation)
 }
 
 // CheckWriteBudget says why a source whose replicas carry size bytes may not be copied

@@ -184,7 +184,11 @@ func (intent Intent[T]) WithSource(kind Kind[T], src Source[T], policy Policy) I
 		return intent
 	}
 	intent.Template = NewTemplate(kind, src.Object, shape, intent.Owner)
-	if err := policy.CheckWriteBudget(intent.Template.Size(), len(intent.Targets.Namespaces)); err != nil {
+	err := intent.Template.checkReplicaMetadata()
+	if err == nil {
+		err = policy.CheckWriteBudget(intent.Template.Size(), len(intent.Targets.Namespaces))
+	}
+	if err != nil {
 		intent.Invalid = err
 		intent.Template = Template[T]{}
 	}

@@ -1,6 +1,7 @@
 package desired
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,6 +24,16 @@ func sourceConfigMap(namespace, name string, annotations map[string]string, data
 		},
 		Data: data,
 	}
+}
+
+// addLabels gives obj n labels named prefix<i>, of 64 bytes each with their values.
+func addLabels(obj metav1.Object, prefix string, n int) {
+	labels := obj.GetLabels()
+	for i := range n {
+		key := fmt.Sprintf("%s%06d", prefix, i)
+		labels[key] = strings.Repeat("v", 64-len(key))
+	}
+	obj.SetLabels(labels)
 }
 
 // Resolve is the one decision about a source: the annotation form and the
@@ -79,6 +90,33 @@ func TestResolve(t *testing.T) {
 					map[string]string{"k": strings.Repeat("x", 400)}))
 			},
 			wantInvalid: []string{"over the controller's --max-replicated-bytes"},
+		},
+		{
+			name: "labels over what a replica may carry",
+			source: func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap]) {
+				cm := sourceConfigMap("platform", "labelled", map[string]string{v1alpha1.TargetNamespacesAnnotation: "team-*"}, nil)
+				addLabels(cm, "bulk-", MaxReplicaMetadataBytes/64+1)
+				return ConfigMapKind{}, AnnotatedSource(cm)
+			},
+			wantInvalid: []string{
+				"labels and annotations a replica would carry take 64.",
+				"over cmsync's limit of 64Ki per replica",
+				"cmsync.io/strip-metadata",
+			},
+		},
+		{
+			name: "labels kept out of the copies by strip-metadata",
+			source: func() (Kind[*corev1.ConfigMap], Source[*corev1.ConfigMap]) {
+				cm := sourceConfigMap(
+					"platform",
+					"labelled",
+					map[string]string{v1alpha1.TargetNamespacesAnnotation: "team-*", v1alpha1.StripMetadataAnnotation: "bulk-*"},
+					nil,
+				)
+				addLabels(cm, "bulk-", MaxReplicaMetadataBytes/64+1)
+				return ConfigMapKind{}, AnnotatedSource(cm)
+			},
+			wantTargets: []string{"team-a", "team-b", "team-c"}, wantName: "labelled",
 		},
 		{
 			name: "a replica is no source",

@@ -43,10 +43,13 @@ func SourceChanged() predicate.Predicate {
 // replica store holds metadata only: an edit of a replica's content by someone else
 // shows as that ownership changing (desired.ReducedManagedFields). Creates pass: at
 // start-up they are how orphans of deleted sources are found (the replica store's
-// watch hands on one per owner).
+// watch hands on one per owner). Of a replica the store keeps compacted
+// (desired.CompactOversized), every new version passes: its kept metadata does not
+// change with its content.
 func ReplicaChanged() predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
 	return predicate.TypedFuncs[*metav1.PartialObjectMetadata]{UpdateFunc: func(e event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool {
-		return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+		return desired.IsCompacted(e.ObjectNew) && e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() ||
+			!maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
 			!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
 			!equality.Semantic.DeepEqual(e.ObjectOld.GetManagedFields(), e.ObjectNew.GetManagedFields()) ||
 			!sameLifecycle(e.ObjectOld, e.ObjectNew)

@@ -2,6 +2,7 @@ package predicates
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
+	"github.com/cmsync/cmsync/desired"
 )
 
 func configMap() *corev1.ConfigMap {
@@ -130,6 +132,23 @@ func TestReplicaChanged(t *testing.T) {
 	if !p.Create(event.TypedCreateEvent[*metav1.PartialObjectMetadata]{Object: replica()}) ||
 		!p.Delete(event.TypedDeleteEvent[*metav1.PartialObjectMetadata]{Object: replica()}) {
 		t.Errorf("creates (orphans found at start-up) and deletes (replicas to restore) must pass")
+	}
+
+	// A replica the store keeps compacted shows an edit by its resourceVersion alone.
+	compacted := func(version string) *metav1.PartialObjectMetadata {
+		r := replica()
+		r.ResourceVersion = version
+		r.Annotations["note"] = strings.Repeat("x", 128<<10)
+		if !desired.CompactOversized(desired.ConfigMapKind{}, r) {
+			t.Fatal("not compacted")
+		}
+		return r
+	}
+	if !p.Update(event.TypedUpdateEvent[*metav1.PartialObjectMetadata]{ObjectOld: compacted("1"), ObjectNew: compacted("2")}) {
+		t.Error("a new version of a compacted replica is dropped")
+	}
+	if p.Update(event.TypedUpdateEvent[*metav1.PartialObjectMetadata]{ObjectOld: compacted("2"), ObjectNew: compacted("2")}) {
+		t.Error("a resync of a compacted replica passes")
 	}
 }
 

@@ -104,7 +104,9 @@ func selector() labels.Selector {
 
 // transform is what the store keeps of a replica: its metadata with the managedFields
 // reduced to the ownership cmsync reads (desired.ReducedManagedFields), its maps shared
-// with the owner's other replicas, its name and namespace interned. Running it twice on
+// with the owner's other replicas, its name and namespace interned; of an object whose
+// metadata is more than cmsync writes, only its markers (desired.CompactOversized), so
+// that what the store holds per object is bounded whoever wrote it. Running it twice on
 // an object changes nothing the second time: informers may transform an object more
 // than once (a watch-list runs it when it collects the initial list and again when it
 // hands the list on), so an object whose managedFields are already reduced is returned
@@ -112,13 +114,21 @@ func selector() labels.Selector {
 func transform[T desired.Object](kind desired.Kind[T], sharer *mapSharer) toolscache.TransformFunc {
 	return func(in any) (any, error) {
 		obj, ok := in.(*metav1.PartialObjectMetadata)
-		if !ok || desired.IsReduced(obj.GetManagedFields()) {
+		if !ok {
 			return in, nil
 		}
-		obj.SetManagedFields(desired.ReducedManagedFields(kind, obj))
+		compacted := desired.CompactOversized(kind, obj)
+		if !compacted && desired.IsReduced(obj.GetManagedFields()) {
+			return in, nil
+		}
 		obj.SetName(unique.Make(obj.GetName()).Value())
 		obj.SetNamespace(unique.Make(obj.GetNamespace()).Value())
-		sharer.share(desired.OwnerKeyOf(kind.Name(), obj), obj)
+		if !compacted {
+			// A compacted object's few markers are not worth sharing, and would displace
+			// the maps the owner's other replicas share.
+			obj.SetManagedFields(desired.ReducedManagedFields(kind, obj))
+			sharer.share(desired.OwnerKeyOf(kind.Name(), obj), obj)
+		}
 		return obj, nil
 	}
 }
