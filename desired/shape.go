@@ -56,10 +56,11 @@ func ShapeOf(source metav1.Object) (Shape, error) {
 	return shape, nil
 }
 
-// ParseSyncShape parses the fields of a ConfigMapSync's or SecretSync's spec that shape its replicas:
-// targetName and keys. The CRD schema refuses most bad input; this also catches what
-// it cannot (a malformed glob), naming the field. Strip is left to the caller, who
-// reads it from the source.
+// ParseSyncShape parses the fields of an explicit object's spec that shape its replicas:
+// targetName and keys. The CRD schema bounds only their lengths, so that a bad value
+// is reported as the annotations' is (Invalid, naming the field) rather than refused
+// at create time: this judges the name, the globs and an empty list. Strip is left to
+// the caller, who reads it from the source.
 func ParseSyncShape(spec v1alpha1.SyncSpec) (Shape, error) {
 	var shape Shape
 	if spec.TargetName != "" {
@@ -70,6 +71,9 @@ func ParseSyncShape(spec v1alpha1.SyncSpec) (Shape, error) {
 		shape.Name = name
 	}
 	if spec.Keys != nil {
+		if len(spec.Keys) == 0 {
+			return Shape{}, errors.New("spec.keys is empty; remove it to copy every key")
+		}
 		keys, err := parseKeyEntries(spec.Keys, func(i int) string { return fmt.Sprintf("spec.keys[%d]", i) })
 		if err != nil {
 			return Shape{}, err

@@ -144,6 +144,21 @@ func TestParseSyncShape(t *testing.T) {
 			wantErr: `spec.keys[1]: malformed glob`,
 		},
 		{name: "empty entry", spec: v1alpha1.ConfigMapSyncSpec{ReplicaSpec: v1alpha1.ReplicaSpec{Keys: []string{""}}}, wantErr: `spec.keys[0]: empty key`},
+		{
+			name:    "empty list",
+			spec:    v1alpha1.ConfigMapSyncSpec{ReplicaSpec: v1alpha1.ReplicaSpec{Keys: []string{}}},
+			wantErr: `spec.keys is empty; remove it to copy every key`,
+		},
+		{
+			name:    "character no key holds",
+			spec:    v1alpha1.ConfigMapSyncSpec{ReplicaSpec: v1alpha1.ReplicaSpec{Keys: []string{"a/b"}}},
+			wantErr: `spec.keys[0]: character '/' cannot appear in a key or key glob`,
+		},
+		{
+			name:    "bad object name",
+			spec:    v1alpha1.ConfigMapSyncSpec{ReplicaSpec: v1alpha1.ReplicaSpec{TargetName: "Bad_Name"}},
+			wantErr: `spec.targetName "Bad_Name": not a valid name: a lowercase RFC 1123 subdomain`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

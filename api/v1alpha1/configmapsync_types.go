@@ -51,23 +51,24 @@ type ReplicaSpec struct {
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
-	// TargetName is the name of the replicas; default: the source's name.
+	// TargetName is the name of the replicas; default: the source's name. The schema
+	// bounds its length only: cmsync judges the name itself and reports a bad one as
+	// Ready=False, reason Invalid, as it does the target-name annotation. (An empty
+	// one is refused here: cmsync could not tell it from an absent one.)
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	TargetName string `json:"targetName,omitempty"`
 
 	// Keys are key globs ("*", "?", "[a-z]") over the source's data (and a ConfigMap's
 	// binaryData): only matching keys are copied; an entry starting with "!" excludes.
-	// Default: every key.
+	// Default: every key. The schema bounds the list and its entries only: cmsync
+	// judges the globs (and an empty list) itself and reports a bad one as
+	// Ready=False, reason Invalid, as it does the keys annotation.
 	// +optional
 	// +listType=set
-	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=256
-	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=254
-	// +kubebuilder:validation:items:Pattern=`^!?[-._a-zA-Z0-9*?\[\]^]+$`
 	Keys []string `json:"keys,omitempty"`
 }
 

@@ -64,11 +64,13 @@ type ObjectSyncSpec struct {
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
-	// TargetName is the name of the replicas; default: the source's name.
+	// TargetName is the name of the replicas; default: the source's name. The schema
+	// bounds its length only: cmsync judges the name itself and reports a bad one as
+	// Ready=False, reason Invalid. (An empty one is refused here: cmsync could not tell
+	// it from an absent one.)
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	TargetName string `json:"targetName,omitempty"`
 }
 

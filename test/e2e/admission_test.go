@@ -116,7 +116,10 @@ func TestReplicasAreProtected(t *testing.T) {
 	expectRefused(t, "an administrator editing a replica",
 		harness.K8s.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(`{"data":{"ca.crt":"tampered"}}`))), told...)
 
-	forgedTold := []string{"only cmsync writes objects labelled app.kubernetes.io/managed-by=cmsync", "(this one names the source " + src + "/ca-bundle)"}
+	forgedTold := []string{
+		"only cmsync writes objects labelled app.kubernetes.io/managed-by=cmsync",
+		"(this one names the source " + src + "/ca-bundle): change the source " + src + "/ca-bundle instead, naming this namespace in its targets",
+	}
 	forged := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "forged", Labels: map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue},
 			Annotations: map[string]string{v1alpha1.SourceAnnotation: src + "/ca-bundle"}},
@@ -124,7 +127,8 @@ func TestReplicasAreProtected(t *testing.T) {
 	}
 	expectRefused(t, "forging a replica", editor.Create(ctx, forged), forgedTold...)
 	expectRefused(t, "turning a ConfigMap into a replica", editor.Patch(ctx, own, client.RawPatch(types.MergePatchType,
-		[]byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"cmsync"}}}`))), "only cmsync writes objects labelled")
+		[]byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"cmsync"}}}`))), "only cmsync writes objects labelled",
+		": change the source instead, naming this namespace in its targets to get a replica here, or remove the label")
 
 	now, err := harness.GetConfigMap(team, "ca-bundle")
 	must(t, err)
