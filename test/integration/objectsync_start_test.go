@@ -80,15 +80,15 @@ func TestObjectSyncOfTheOnlyEnabledKindServesItAfterItsCRDIsInstalled(t *testing
 	kinds := group + "/v1/Widget"
 	running := startController(t, withObjectKinds(t, kinds))
 	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{
-		Source: v1alpha1.ObjectSource{APIVersion: group + "/v1", Kind: "Widget", Namespace: srcNS, Name: "blue"}, DestinationNamespace: dst,
+		Source: v1alpha1.ObjectSource{APIVersion: group + "/v1", Kind: "Widget", Namespace: srcNS, Name: "green"}, DestinationNamespace: dst,
 	})
 	waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid)
 
-	src := widget(widgetCRDIn(t, group), srcNS, "blue")
-	must(t, unstructured.SetNestedField(src.Object, "blue", "spec", "colour"))
+	src := widget(widgetCRDIn(t, group), srcNS, "green")
+	must(t, unstructured.SetNestedField(src.Object, "green", "spec", "colour"))
 	must(t, k8s.Create(context.Background(), src))
 	running.Stop()
 	startController(t, withObjectKinds(t, kinds))
 	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
-	must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: dst, Name: "blue"}, widget(group, dst, "blue")))
+	must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: dst, Name: "green"}, widget(group, dst, "green")))
 }
