@@ -90,13 +90,16 @@ func kindOf(spec v1alpha1.SyncSpec) schema.GroupVersionKind {
 
 // objectSyncs is the ObjectSync controller: it hands each ObjectSync's pass to the form
 // of the kind it names, and one that names no kind served to the first form, which
-// reports it Invalid (objectForm.serves).
+// reports it Invalid (objectForm.serves) — or, when no enabled kind is served, to
+// unserved, which reports every ObjectSync Invalid.
 type objectSyncs struct {
 	reader client.Reader
 	kinds  desired.ObjectKinds
 	// forms are the forms of the kinds served, in the order --object-kinds lists them.
 	forms  []*objectForm
 	passes map[schema.GroupVersionKind]*pass[object]
+	// unserved is the pass when forms is empty.
+	unserved *unservedObjectSyncs
 }
 
 // Reconcile hands the pass over one ObjectSync to its kind's form.
@@ -104,6 +107,9 @@ func (o *objectSyncs) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	sync := &v1alpha1.ObjectSync{}
 	if err := o.reader.Get(ctx, req.NamespacedName, sync); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if len(o.forms) == 0 {
+		return o.unserved.Reconcile(ctx, sync)
 	}
 	p, ok := o.passes[kindOf(sync.SyncSpec())]
 	if !ok {
@@ -150,14 +156,18 @@ func (o *objectSyncs) findSyncsForNamespace(ctx context.Context, obj client.Obje
 	})
 }
 
-// SetupWithManager watches the ObjectSyncs, the replicas of every kind served, the
-// namespaces they may target and the sources they name.
+// SetupWithManager watches the ObjectSyncs and, when a kind is served, the replicas of
+// every kind served, the namespaces they may target and the sources they name. With no
+// kind served a namespace changes nothing: every ObjectSync is Invalid whatever it
+// targets.
 func (o *objectSyncs) SetupWithManager(mgr ctrl.Manager, options controller.Options) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(objectSyncController).
-		For(&v1alpha1.ObjectSync{}, builder.WithPredicates(predicates.SyncChanged())).
-		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(o.findSyncsForNamespace),
+		For(&v1alpha1.ObjectSync{}, builder.WithPredicates(predicates.SyncChanged()))
+	if len(o.forms) > 0 {
+		b = b.WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(o.findSyncsForNamespace),
 			builder.WithPredicates(predicates.NamespaceChanged()))
+	}
 	for _, f := range o.forms {
 		b = b.WatchesRawSource(f.replicas.Watch(handler.TypedEnqueueRequestForOwner[*metav1.PartialObjectMetadata](
 			mgr.GetScheme(), mgr.GetRESTMapper(), &v1alpha1.ObjectSync{}, handler.OnlyControllerOwner()))).

@@ -20,9 +20,11 @@ import (
 // setupObjectSync adds the ObjectSync controller to mgr, with a replica store and
 // source watches for each kind of o.ObjectKinds that the API server serves in
 // namespaces, and returns those stores. Without any kind it adds nothing: cmsync makes
-// no request about ObjectSyncs or any kind they could name. The ObjectSync CRD and the
-// enabled kinds the API server does not serve yet are added to served.WithoutCRD: the
-// process starts again once they are served.
+// no request about ObjectSyncs or any kind they could name. With kinds but none served
+// in namespaces, the controller still runs, and reports every ObjectSync Invalid
+// (unservedObjectSyncs). The ObjectSync CRD and the enabled kinds the API server does
+// not serve yet are added to served.WithoutCRD: the process starts again once they are
+// served.
 func setupObjectSync(ctx context.Context, mgr ctrl.Manager, o Options, metrics *sourceMetrics, served *Served) ([]listed, error) {
 	logger := log.FromContext(ctx)
 	if len(o.ObjectKinds) == 0 {
@@ -43,8 +45,8 @@ func setupObjectSync(ctx context.Context, mgr ctrl.Manager, o Options, metrics *
 		return nil, err
 	}
 	if len(controller.forms) == 0 {
-		logger.Info("the ObjectSync controller waits: the API server serves none of the enabled kinds in namespaces", "kinds", o.ObjectKinds)
-		return nil, nil
+		logger.Info("the API server serves none of the enabled kinds in namespaces: every ObjectSync is Invalid, saying why", "kinds", o.ObjectKinds)
+		controller.unserved = newUnservedObjectSyncs(mgr, o, metrics, controller.kinds)
 	}
 	if err := controller.SetupWithManager(mgr, o.Controller); err != nil {
 		return nil, fmt.Errorf("setting up the ObjectSync controller: %w", err)

@@ -4,9 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"os/user"
+	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,9 +18,11 @@ import (
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -39,7 +45,7 @@ func clientRateLimit(qps float64, burst int) (float32, int) {
 
 // restConfig is cmsync's connection to the API server, once the API server answers.
 func (o Options) restConfig(ctx context.Context) (*rest.Config, error) {
-	cfg, err := ctrl.GetConfig()
+	cfg, err := loadConfig(kubeconfigFlag(), rest.InClusterConfig, defaultLoadingRules())
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
@@ -53,6 +59,54 @@ func (o Options) restConfig(ctx context.Context) (*rest.Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// kubeconfigFlag is --kubeconfig: controller-runtime's config package defines it on
+// the process's flag set.
+func kubeconfigFlag() string {
+	if f := flag.Lookup(config.KubeconfigFlagName); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// loadConfig finds the cluster to manage in SPEC §4's order: the kubeconfig file
+// explicit (--kubeconfig) names; else the in-cluster config (the Pod's service account,
+// inCluster); else the kubeconfig files rules load: $KUBECONFIG, else ~/.kube/config.
+// controller-runtime's GetConfig puts a set $KUBECONFIG before the in-cluster config,
+// so a Pod whose environment carried KUBECONFIG (an image's, a debugging leftover)
+// would manage another cluster than its own, under another identity.
+func loadConfig(explicit string, inCluster func() (*rest.Config, error), rules *clientcmd.ClientConfigLoadingRules) (*rest.Config, error) {
+	var notInCluster error
+	if explicit != "" {
+		rules = &clientcmd.ClientConfigLoadingRules{ExplicitPath: explicit}
+	} else if cfg, err := inCluster(); err == nil {
+		return cfg, nil
+	} else {
+		notInCluster = err
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	switch {
+	case err == nil:
+		return cfg, nil
+	case notInCluster != nil:
+		return nil, fmt.Errorf("no in-cluster config (%w), and no usable kubeconfig ($KUBECONFIG, else ~/.kube/config): %w", notInCluster, err)
+	default:
+		return nil, fmt.Errorf("--kubeconfig %s: %w", explicit, err)
+	}
+}
+
+// defaultLoadingRules are clientcmd's rules ($KUBECONFIG, else ~/.kube/config), with
+// the home directory of the process's user when $HOME is unset, as controller-runtime
+// does.
+func defaultLoadingRules() *clientcmd.ClientConfigLoadingRules {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if _, set := os.LookupEnv("HOME"); !set {
+		if u, err := user.Current(); err == nil {
+			rules.Precedence = append(rules.Precedence, filepath.Join(u.HomeDir, clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName))
+		}
+	}
+	return rules
 }
 
 // apiServerWait bounds how long cmsync waits at start for an API server that is
