@@ -19,18 +19,19 @@ KIND_GATEWAY="${KIND_SUBNET%.*}.1"
 # kind puts its nodes on the network this variable names.
 export KIND_EXPERIMENTAL_DOCKER_NETWORK="${KIND_EXPERIMENTAL_DOCKER_NETWORK:-cmsync-kind}"
 
-# cluster_config writes the kind configuration. Two settings are made only where the
-# machine needs them: kubelet's failCgroupV1 on cgroup v1 hosts (Kubernetes ≥ 1.35
-# refuses cgroup v1 otherwise), and containerd's restrict_oom_score_adj where root lacks
-# CAP_SYS_RESOURCE (a negative oom_score_adj needs it).
+# cluster_config writes the kind configuration: deploy/kind/cluster.yaml's nodes (the
+# first KIND_NODES of them), each with the registry's directory mounted, and what the
+# registry and the machine need. Two settings are made only where the machine needs
+# them: kubelet's failCgroupV1 on cgroup v1 hosts (Kubernetes ≥ 1.35 refuses cgroup v1
+# otherwise), and containerd's restrict_oom_score_adj where root lacks CAP_SYS_RESOURCE
+# (a negative oom_score_adj needs it).
 cluster_config() {
   local mounts="    extraMounts: [{hostPath: \"$DIR/registry\", containerPath: \"$DIR/registry\", readOnly: true}]"
-  echo "kind: Cluster"
-  echo "apiVersion: kind.x-k8s.io/v1alpha4"
+  awk -v nodes="$KIND_NODES" -v mounts="$mounts" '
+    /^  - role: / { n++; skip = n > nodes; if (!skip) { print; print mounts }; next }
+    skip && /^    / { next }
+    { skip = 0; print }' "$ROOT/deploy/kind/cluster.yaml"
   [ "$KIND_OFFLINE" = 1 ] && printf 'networking:\n  disableDefaultCNI: true\n'
-  echo "nodes:"
-  printf '  - role: control-plane\n%s\n' "$mounts"
-  [ "$KIND_NODES" -ge 2 ] && printf '  - role: worker\n%s\n' "$mounts"
   printf 'containerdConfigPatches:\n  - |-\n    [plugins."io.containerd.grpc.v1.cri".registry]\n      config_path = "%s/registry/certs.d"\n' "$DIR"
   # CapBnd bit 24 is CAP_SYS_RESOURCE.
   if (( (0x$(awk '/^CapBnd/ { print $2 }' /proc/self/status) >> 24 & 1) == 0 )); then

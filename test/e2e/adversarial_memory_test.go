@@ -42,56 +42,126 @@ func TestTenantCannotExhaustCmsyncMemory(t *testing.T) {
 	baseline, _ := residentBytes(t, c.Pid())
 
 	const perNamespace, size = 125, 1_000_000
-	flood := func(namespace string) {
-		tenant := editorIn(t, namespace)
-		var wg sync.WaitGroup
-		errs := make(chan error, perNamespace)
-		for w := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := w; i < perNamespace; i += 4 {
-					errs <- tenant.Create(context.Background(), &corev1.ConfigMap{
-						ObjectMeta: metav1.ObjectMeta{
-							Namespace: namespace, Name: fmt.Sprintf("blob-%03d", i),
-							Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
-							// A target that does not exist: each is a source, read by its passes.
-							Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: "nowhere-" + suffix},
-						},
-						Data: map[string]string{"blob": strings.Repeat(string(rune('a'+i%26)), size)},
-					})
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			must(t, err)
+	blob := func(namespace string, i int) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: namespace, Name: fmt.Sprintf("blob-%03d", i),
+				Labels: map[string]string{v1alpha1.ReplicateLabel: "true"},
+				// A target that does not exist: each is a source, read by its passes.
+				Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: "nowhere-" + suffix},
+			},
+			Data: map[string]string{"blob": strings.Repeat(string(rune('a'+i%26)), size)},
 		}
 	}
-	flood(forbidden)
-	flood(hostile)
+	createAll(t, editorIn(t, forbidden), perNamespace, func(i int) *corev1.ConfigMap { return blob(forbidden, i) })
+	createAll(t, editorIn(t, hostile), perNamespace, func(i int) *corev1.ConfigMap { return blob(hostile, i) })
 
 	// cmsync has seen every one: each carries the status it decided.
+	waitUntilMarked(t, perNamespace, map[string]string{forbidden: v1alpha1.StatusInvalid, hostile: v1alpha1.StatusSynced})
+	assertStillReplicatesAndBounded(t, c, victimSrc, victimDst, baseline, int64(2*perNamespace*size))
+}
+
+// A tenant with edit in two namespaces makes 250 sources whose replicas, one each in
+// the tenant's other namespace, would carry much metadata: half with 1 MB of labels
+// (the API server bounds each label, not their number), half with 30,000 keys of data,
+// which a replica's managedFields name once more (0.4 MB). The first are Invalid (a replica
+// carries at most 64 KiB of labels and annotations) and write nothing; the second are
+// replicated, and the replica store keeps of each only cmsync's markers. cmsync's
+// memory stays far below the bytes labelled, and another tenant's source replicates.
+func TestTenantCannotExhaustCmsyncMemoryThroughReplicasMetadata(t *testing.T) {
+	harness.SkipOnExistingCluster(t)
+	suffix := randomSuffix()
+	labelled, keyed := harness.NewNamespace(t, "labelled-"+suffix, nil), harness.NewNamespace(t, "keyed-"+suffix, nil)
+	victimSrc, victimDst := harness.NewNamespace(t, "victim-"+suffix, nil), harness.NewNamespace(t, "victim-"+suffix, nil)
+	harness.DeleteSourcesAtEnd(t, []string{labelled, keyed})
+	c := harness.StartControllerWithEnv(t, []string{fmt.Sprintf("GOMEMLIMIT=%d", chartMemoryLimit)})
+	time.Sleep(3 * time.Second) // settle after the start's lists
+	baseline, _ := residentBytes(t, c.Pid())
+
+	const perNamespace, labels, keys = 125, 8000, 30000
+	source := func(namespace, target string, i int) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace, Name: fmt.Sprintf("%s-%03d", namespace, i),
+			Labels:      map[string]string{v1alpha1.ReplicateLabel: "true"},
+			Annotations: map[string]string{v1alpha1.TargetNamespacesAnnotation: target},
+		}}
+	}
+	withLabels := func(i int) *corev1.ConfigMap {
+		cm := source(labelled, keyed, i)
+		for l := range labels {
+			cm.Labels[fmt.Sprintf("%s-%03d-%05d", strings.Repeat("k", 50), i, l)] = strings.Repeat("v", 63)
+		}
+		return cm
+	}
+	withKeys := func(i int) *corev1.ConfigMap {
+		cm := source(keyed, labelled, i)
+		cm.Data = make(map[string]string, keys)
+		for k := range keys {
+			cm.Data[fmt.Sprintf("k%03d-%05d", i, k)] = "v"
+		}
+		return cm
+	}
+	createAll(t, editorIn(t, labelled), perNamespace, withLabels)
+	createAll(t, editorIn(t, keyed), perNamespace, withKeys)
+
+	waitUntilMarked(t, perNamespace, map[string]string{labelled: v1alpha1.StatusInvalid, keyed: v1alpha1.StatusSynced})
+	src := &corev1.ConfigMap{}
+	must(t, harness.K8s.Get(context.Background(), client.ObjectKey{Namespace: labelled, Name: labelled + "-000"}, src))
+	if msg := src.Annotations[v1alpha1.MessageAnnotation]; !strings.Contains(msg, "over cmsync's limit of 64Ki per replica") {
+		t.Errorf("a source of 1 MB of labels says %q", msg)
+	}
+	assertStillReplicatesAndBounded(t, c, victimSrc, victimDst, baseline, int64(perNamespace*(labels*(63+63)+keys*11)))
+}
+
+// createAll creates n objects as tenant, four at a time.
+func createAll(t *testing.T, tenant client.Client, n int, object func(i int) *corev1.ConfigMap) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 4 {
+				errs <- tenant.Create(context.Background(), object(i))
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		must(t, err)
+	}
+}
+
+// waitUntilMarked waits until the n labelled ConfigMaps of each namespace carry the
+// status wanted there.
+func waitUntilMarked(t *testing.T, n int, want map[string]string) {
+	t.Helper()
 	eventually(t, 3*time.Minute, "every labelled ConfigMap marked", func() error {
-		for ns, want := range map[string]string{forbidden: v1alpha1.StatusInvalid, hostile: v1alpha1.StatusSynced} {
+		for ns, status := range want {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-			must(t, harness.K8s.List(context.Background(), list, client.InNamespace(ns)))
+			must(t, harness.K8s.List(context.Background(), list, client.InNamespace(ns), client.HasLabels{v1alpha1.ReplicateLabel}))
 			marked := 0
 			for _, cm := range list.Items {
-				if cm.Annotations[v1alpha1.StatusAnnotation] == want {
+				if cm.Annotations[v1alpha1.StatusAnnotation] == status {
 					marked++
 				}
 			}
-			if marked != perNamespace {
-				return fmt.Errorf("%d of %d in %s are %s", marked, perNamespace, ns, want)
+			if marked != n {
+				return fmt.Errorf("%d of %d in %s are %s", marked, n, ns, status)
 			}
 		}
 		return nil
 	})
+}
 
-	// Another tenant's source still replicates.
+// assertStillReplicatesAndBounded checks that another tenant's source still replicates,
+// that cmsync is running, and that its resident memory stayed under the chart's limit
+// and grew by less than half of the bytes labelled.
+func assertStillReplicatesAndBounded(t *testing.T, c *harness.Controller, victimSrc, victimDst string, baseline, labelled int64) {
+	t.Helper()
 	must(t, harness.K8s.Create(context.Background(), &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: victimSrc, Name: "settings",
@@ -106,7 +176,6 @@ func TestTenantCannotExhaustCmsyncMemory(t *testing.T) {
 		t.Fatalf("cmsync exited")
 	}
 	_, peak := residentBytes(t, c.Pid())
-	labelled := int64(2 * perNamespace * size)
 	t.Logf("resident memory: %d MiB at the start, peak %d MiB, after %d MiB labelled", baseline>>20, peak>>20, labelled>>20)
 	if peak >= chartMemoryLimit {
 		t.Errorf("peak resident memory %d MiB reaches the chart's limit of %d MiB", peak>>20, chartMemoryLimit>>20)
