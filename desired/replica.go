@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,8 +119,12 @@ func (t Template[T]) Name() string { return t.name }
 
 // parseStripMetadata parses the strip-metadata annotation: a comma list of globs over
 // label and annotation keys, where "*" also matches "/" (so "*" alone strips
-// everything). A marker cmsync itself sets cannot be stripped by name.
+// everything), of at most v1alpha1.MaxListEntries entries. A marker cmsync itself sets
+// cannot be stripped by name.
 func parseStripMetadata(value string) ([]string, error) {
+	if err := checkListLength(v1alpha1.StripMetadataAnnotation, value, "strip many keys with one glob"); err != nil {
+		return nil, err
+	}
 	var globs []string
 	for _, entry := range nonEmptyEntries(value) {
 		if _, err := path.Match(keyGlob(entry), ""); err != nil {
@@ -128,7 +133,11 @@ func parseStripMetadata(value string) ([]string, error) {
 		if entry == v1alpha1.ManagedByLabel || entry == v1alpha1.SourceAnnotation || entry == v1alpha1.SourceIDLabel {
 			return nil, fmt.Errorf("invalid strip-metadata entry %q: cmsync sets this key on every replica to recognise it", entry)
 		}
-		globs = append(globs, entry)
+		// Every label and annotation key is matched against each glob: one repeated
+		// costs nothing more.
+		if !slices.Contains(globs, entry) {
+			globs = append(globs, entry)
+		}
 	}
 	if len(globs) == 0 {
 		return nil, errors.New("invalid strip-metadata: the list is empty")
@@ -151,9 +160,26 @@ func StripMetadataOf(source metav1.Object) ([]string, error) {
 // occur in a label or annotation key.
 func keyGlob(s string) string { return strings.ReplaceAll(s, "/", "|") }
 
-func isStripped(key string, strip []string) bool {
-	for _, glob := range strip {
-		if ok, _ := path.Match(keyGlob(glob), keyGlob(key)); ok {
+func isStripped(key string, strip []string) bool { return stripGlobsOf(strip).match(key) }
+
+// stripGlobs are strip-metadata globs made key globs once, not once per key matched.
+type stripGlobs []string
+
+func stripGlobsOf(strip []string) stripGlobs {
+	globs := make(stripGlobs, len(strip))
+	for i, glob := range strip {
+		globs[i] = keyGlob(glob)
+	}
+	return globs
+}
+
+func (globs stripGlobs) match(key string) bool {
+	if len(globs) == 0 {
+		return false
+	}
+	key = keyGlob(key)
+	for _, glob := range globs {
+		if ok, _ := path.Match(glob, key); ok {
 			return true
 		}
 	}
@@ -164,8 +190,9 @@ func isStripped(key string, strip []string) bool {
 // all but cmsync's own keys, kubectl's last-applied record and the stripped keys.
 func copiedMetadata(from map[string]string, strip []string) map[string]string {
 	out := make(map[string]string, len(from)+2)
+	stripped := stripGlobsOf(strip)
 	for k, v := range from {
-		if strings.HasPrefix(k, v1alpha1.Prefix) || k == v1alpha1.LastAppliedAnnotation || isStripped(k, strip) {
+		if strings.HasPrefix(k, v1alpha1.Prefix) || k == v1alpha1.LastAppliedAnnotation || stripped.match(k) {
 			continue
 		}
 		out[k] = v

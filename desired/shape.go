@@ -46,8 +46,8 @@ func ShapeOf(source metav1.Object) (Shape, error) {
 		}
 	}
 	if value := annotationOf(source, v1alpha1.KeysAnnotation); value != nil {
-		if shape.Keys, err = parseKeyList(*value); err != nil {
-			errs = append(errs, fmt.Errorf("invalid keys %q: %w", *value, err))
+		if shape.Keys, err = parseKeysAnnotation(*value); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -108,24 +108,38 @@ func parseTargetName(value string) (string, error) {
 // include glob, or every key when there is none, minus those that match an exclude
 // glob. The zero value keeps every key.
 type KeyFilter struct {
-	include, exclude []string
+	include, exclude namePatterns
 	// text is the filter as the user wrote it, for messages.
 	text string
 }
 
 // IsSet reports whether the filter can leave a key out.
-func (f KeyFilter) IsSet() bool { return len(f.include)+len(f.exclude) > 0 }
+func (f KeyFilter) IsSet() bool { return !f.include.isEmpty() || !f.exclude.isEmpty() }
 
 // Keeps reports whether a key is copied.
 func (f KeyFilter) Keeps(key string) bool {
-	if matchesAny(f.exclude, key) {
+	if _, excluded := f.exclude.match(key); excluded {
 		return false
 	}
-	return len(f.include) == 0 || matchesAny(f.include, key)
+	_, included := f.include.match(key)
+	return included || f.include.isEmpty()
 }
 
 // String is the filter as the user wrote it.
 func (f KeyFilter) String() string { return f.text }
+
+// parseKeysAnnotation parses the keys annotation, once its number of entries is within
+// the bound.
+func parseKeysAnnotation(value string) (KeyFilter, error) {
+	if err := checkListLength(v1alpha1.KeysAnnotation, value, "name many keys with one glob"); err != nil {
+		return KeyFilter{}, err
+	}
+	keys, err := parseKeyList(value)
+	if err != nil {
+		return KeyFilter{}, fmt.Errorf("invalid keys %q: %w", value, err)
+	}
+	return keys, nil
+}
 
 // parseKeyList parses the keys annotation: a comma list of key globs, "!" excluding.
 func parseKeyList(value string) (KeyFilter, error) {
@@ -138,8 +152,7 @@ func parseKeyList(value string) (KeyFilter, error) {
 
 // parseKeyEntries parses key globs; name says which entry an error is about.
 func parseKeyEntries(entries []string, name func(i int) string) (KeyFilter, error) {
-	var f KeyFilter
-	var shown []string
+	var include, exclude, shown []string
 	for i, entry := range entries {
 		entry = strings.TrimSpace(entry)
 		pattern, excluded := strings.CutPrefix(entry, "!")
@@ -147,14 +160,13 @@ func parseKeyEntries(entries []string, name func(i int) string) (KeyFilter, erro
 			return KeyFilter{}, fmt.Errorf("%s: %w", name(i), err)
 		}
 		if excluded {
-			f.exclude = append(f.exclude, pattern)
+			exclude = append(exclude, pattern)
 		} else {
-			f.include = append(f.include, pattern)
+			include = append(include, pattern)
 		}
 		shown = append(shown, entry)
 	}
-	f.text = strings.Join(shown, ",")
-	return f, nil
+	return KeyFilter{include: namePatternsOf(include), exclude: namePatternsOf(exclude), text: strings.Join(shown, ",")}, nil
 }
 
 // keyGlobs are keys of data and binaryData and globs that can match one: letters,

@@ -27,19 +27,19 @@ type Namespace struct {
 // targets nothing. Build it with TargetsOf (the annotation form) or
 // ParseSyncTargets (the ConfigMapSync form); both validate every part.
 type TargetSpec struct {
-	include  []string
-	exclude  []string
+	include  namePatterns
+	exclude  namePatterns
 	selector labels.Selector
 }
 
 // newTargetSpec combines already parsed parts into a spec. selector may be nil.
 func newTargetSpec(include, exclude []string, selector labels.Selector) TargetSpec {
-	return TargetSpec{include: include, exclude: exclude, selector: selector}
+	return TargetSpec{include: namePatternsOf(include), exclude: namePatternsOf(exclude), selector: selector}
 }
 
 // IsEmpty reports whether the spec can match no namespace at all.
 func (s TargetSpec) IsEmpty() bool {
-	return len(s.include) == 0 && s.selector == nil
+	return s.include.isEmpty() && s.selector == nil
 }
 
 // Matches reports whether the spec itself selects ns, before the controller's policy
@@ -51,15 +51,11 @@ func (s TargetSpec) Matches(ns Namespace) bool {
 // match finds the part of the spec that decides about ns: an exclusion first, then an
 // include entry, then the selector.
 func (s TargetSpec) match(ns Namespace) decision {
-	for _, pattern := range s.exclude {
-		if globMatch(pattern, ns.Name) {
-			return decision{rule: excludedByEntry, pattern: pattern}
-		}
+	if pattern, ok := s.exclude.match(ns.Name); ok {
+		return decision{rule: excludedByEntry, pattern: pattern}
 	}
-	for _, pattern := range s.include {
-		if globMatch(pattern, ns.Name) {
-			return decision{rule: includedByEntry, pattern: pattern}
-		}
+	if pattern, ok := s.include.match(ns.Name); ok {
+		return decision{rule: includedByEntry, pattern: pattern}
 	}
 	if s.selector != nil && s.selector.Matches(labels.Set(ns.Labels)) {
 		return decision{rule: includedBySelector, pattern: s.selector.String()}
@@ -166,23 +162,23 @@ func TargetNamespaces(spec TargetSpec, origin Origin, namespaces []Namespace, po
 // glob, a bad selector or a list of exclusions with nothing to exclude from is an error
 // naming the annotation and the problem.
 func parseTargetAnnotations(namespaces, selector *string) (TargetSpec, error) {
-	var spec TargetSpec
+	var include, exclude []string
+	var sel labels.Selector
 	var errs []error
 	if namespaces != nil {
-		include, exclude, err := parseNamespaceList(*namespaces)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("invalid target-namespaces %q: %w", *namespaces, err))
+		var err error
+		if include, exclude, err = parseTargetNamespaces(*namespaces); err != nil {
+			errs = append(errs, err)
 		}
-		spec.include, spec.exclude = include, exclude
 	}
 	if selector != nil {
-		sel, err := parseNamespaceSelector(*selector)
-		if err != nil {
+		var err error
+		if sel, err = parseNamespaceSelector(*selector); err != nil {
 			errs = append(errs, fmt.Errorf("invalid target-selector %q: %w", *selector, err))
 		}
-		spec.selector = sel
 	}
-	if len(errs) == 0 && len(spec.exclude) > 0 && spec.IsEmpty() {
+	spec := newTargetSpec(include, exclude, sel)
+	if len(errs) == 0 && len(exclude) > 0 && spec.IsEmpty() {
 		errs = append(
 			errs,
 			fmt.Errorf("invalid target-namespaces %q: only exclusions; add the namespaces to include (for example \"*\") or a target-selector", *namespaces),
@@ -192,6 +188,19 @@ func parseTargetAnnotations(namespaces, selector *string) (TargetSpec, error) {
 		return TargetSpec{}, err
 	}
 	return spec, nil
+}
+
+// parseTargetNamespaces parses the target-namespaces annotation, once its number of
+// entries is within the bound.
+func parseTargetNamespaces(value string) (include, exclude []string, err error) {
+	hint := "name many namespaces with one glob, or select them with " + v1alpha1.TargetSelectorAnnotation
+	if err := checkListLength(v1alpha1.TargetNamespacesAnnotation, value, hint); err != nil {
+		return nil, nil, err
+	}
+	if include, exclude, err = parseNamespaceList(value); err != nil {
+		return nil, nil, fmt.Errorf("invalid target-namespaces %q: %w", value, err)
+	}
+	return include, exclude, nil
 }
 
 // TargetsOf parses the target annotations of a source.

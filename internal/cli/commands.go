@@ -171,7 +171,7 @@ func printExplanation(w io.Writer, e Explanation) {
 	printf(w, "%s (controller policy from %s)\n", e.Source, e.Policy)
 	switch {
 	case e.Invalid != "":
-		printf(w, "Invalid: %s\ncmsync changes nothing for it until it is fixed.\n", e.Invalid)
+		printf(w, "Invalid: %s\ncmsync changes nothing for it until it is fixed.\n", oneLine(e.Invalid))
 	case e.Inactive != "":
 		printf(w, "Not a source: %s.\n", e.Inactive)
 	}
@@ -232,7 +232,13 @@ func (o *options) previewCommand(out io.Writer) *cobra.Command {
 func printPreview(w io.Writer, p Preview) {
 	defer printNotChecked(w, p.NotChecked)
 	if p.Invalid != "" {
-		printf(w, "%s (controller policy from %s) would be Invalid: %s\ncmsync would change nothing and say so in its status.\n", p.Source, p.Policy, p.Invalid)
+		printf(
+			w,
+			"%s (controller policy from %s) would be Invalid: %s\ncmsync would change nothing and say so in its status.\n",
+			p.Source,
+			p.Policy,
+			oneLine(p.Invalid),
+		)
 		return
 	}
 	outside := ""
@@ -297,10 +303,6 @@ func kindAndRef(kindFlag string, kindGiven bool, ref string) (kind, name string,
 	kind, err = kindOf(kindFlag)
 	return kind, ref, err
 }
-
-// printf writes one table line into the tabwriter, whose Flush (returned by print)
-// reports any write error.
-func printf(w io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
 
 func orDash(s string) string {
 	if s == "" {

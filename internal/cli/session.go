@@ -107,7 +107,7 @@ func (o *options) controllerView(cmd *cobra.Command, c cluster, apply bool) (con
 	// The release's namespace is where the controller runs: no ObjectSync writes there.
 	view.policy.ControllerNamespace = o.controller.namespace
 	if err == nil && view.unread != "" {
-		_, _ = fmt.Fprintf(cmd.ErrOrStderr(), "warning: NOT the controller's policy: %s; deciding with %s\n", view.unread, view.basis)
+		printf(cmd.ErrOrStderr(), "warning: NOT the controller's policy: %s; deciding with %s\n", view.unread, view.basis)
 	}
 	return view, err
 }
