@@ -7,6 +7,8 @@ import (
 	"hash"
 	"slices"
 	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // contentHash is the value of the content-hash label of a replica holding c: a
@@ -57,4 +59,17 @@ func writeLength(h hash.Hash, n int) {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(n))
 	_, _ = h.Write(b[:])
+}
+
+// fingerprintOf hashes a replica's name, labels, annotations and owner reference
+// (Template.Fingerprint).
+func fingerprintOf(name string, labels, annotations map[string]string, owner *metav1.OwnerReference) string {
+	h := sha256.New()
+	field(h, name)
+	if owner != nil {
+		field(h, owner.Kind+"/"+owner.Name+"/"+string(owner.UID))
+	}
+	hashMap(h, "labels", labels)
+	hashMap(h, "annotations", annotations)
+	return hex.EncodeToString(h.Sum(nil))[:40]
 }

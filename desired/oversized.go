@@ -36,7 +36,7 @@ const markerValueLimit = 1 << 10
 // object differs). Memory held per such object is bounded whatever its labels. It
 // reports whether obj was reduced.
 func CompactOversized[T Object](kind Kind[T], obj metav1.Object) bool {
-	if metadataBytesOf(obj) <= MaxReplicaMetadataBytes+oversizedSlack && managedFieldsBytesOf(obj) <= maxManagedFieldsBytes {
+	if metadataBytesOf(obj) <= MaxReplicaMetadataBytes+oversizedSlack && managedFieldsBytes(obj.GetManagedFields()) <= maxManagedFieldsBytes {
 		return false
 	}
 	labels := map[string]string{}
@@ -46,7 +46,7 @@ func CompactOversized[T Object](kind Kind[T], obj metav1.Object) bool {
 	annotations := map[string]string{}
 	keepMarker(annotations, obj.GetAnnotations(), v1alpha1.SourceAnnotation)
 	var refs []metav1.OwnerReference
-	if ref := syncReference(obj); ref != nil {
+	if ref := syncReference(obj); ref != nil && len(ref.Name) <= markerValueLimit && len(ref.UID) <= markerValueLimit {
 		refs = []metav1.OwnerReference{*ref}
 	}
 	obj.SetLabels(labels)
@@ -92,11 +92,13 @@ func metadataBytesOf(obj metav1.Object) int64 {
 	return n
 }
 
-// managedFieldsBytesOf is the bytes of obj's managedFields' field sets.
-func managedFieldsBytesOf(obj metav1.Object) int {
+// managedFieldsBytes is the bytes of the field sets of entries, and of their managers,
+// as OwnershipOf reads them: the entries of a subresource (a status an operator writes)
+// are not a replica's content and do not count.
+func managedFieldsBytes(entries []metav1.ManagedFieldsEntry) int {
 	n := 0
-	for _, entry := range obj.GetManagedFields() {
-		if entry.FieldsV1 != nil {
+	for _, entry := range entries {
+		if entry.FieldsV1 != nil && entry.Subresource == "" {
 			n += len(entry.FieldsV1.GetRawBytes()) + len(entry.Manager)
 		}
 	}

@@ -122,8 +122,14 @@ type ownershipMemo struct {
 	bytes int
 }
 
-// of returns the Ownership of entries, whose managers and fields raw spells out.
+// of returns the Ownership of entries, whose managers and fields raw spells out. Those
+// of a replica of many thousands of keys, which the replica store does not keep reduced
+// (CompactOversized), are parsed for the one comparison and not remembered: each would
+// hold megabytes of parsed keys for a read that comes once per pass.
 func (m *ownershipMemo) of(raw []byte, fields contentFields, entries []metav1.ManagedFieldsEntry) Ownership {
+	if managedFieldsBytes(entries) > maxManagedFieldsBytes {
+		return parseOwnership(fields, entries)
+	}
 	m.mu.Lock()
 	own, ok := m.byRaw[string(raw)]
 	m.mu.Unlock()
@@ -211,7 +217,12 @@ func insertFieldNames(names sets.Set[string], set *fieldpath.Set) {
 // remembered with it, so the replicas of one source share them, and the replica
 // cache's transform builds nothing per event.
 func ReducedManagedFields[T Object](kind Kind[T], obj metav1.Object) []metav1.ManagedFieldsEntry {
-	return OwnershipOf(kind, obj).reduced
+	own := OwnershipOf(kind, obj)
+	if own.reduced == nil && managedFieldsBytes(obj.GetManagedFields()) > maxManagedFieldsBytes {
+		// Not remembered (ownershipMemo.of); the store compacts such an object instead.
+		return reducedEntries(own, contentFieldsOf(kind))
+	}
+	return own.reduced
 }
 
 // IsReduced reports whether entries are already in ReducedManagedFields' form: the API

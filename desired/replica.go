@@ -28,6 +28,9 @@ type Template[T Object] struct {
 	content     Content
 	// contentHash is the value of the replica's content-hash label.
 	contentHash string
+	// fingerprint names everything a comparison with a whole replica reads of the
+	// template: its name, labels (the content hash among them), annotations and owner.
+	fingerprint string
 	// notice is what the status must say about the replicas' shape, or "".
 	notice string
 }
@@ -47,17 +50,25 @@ func NewTemplate[T Object](kind Kind[T], source T, shape Shape, owner Owner) Tem
 	content, notice := shapedContent(kind, kind.Content(source), shape.Keys)
 	hash := contentHash(content)
 	labels[v1alpha1.ContentHashLabel] = hash
+	name := shape.NameFor(source.GetName())
 	return Template[T]{
 		kind:        kind,
-		name:        shape.NameFor(source.GetName()),
+		name:        name,
 		labels:      labels,
 		annotations: annotations,
 		owner:       owner.Sync,
 		content:     content,
 		contentHash: hash,
+		fingerprint: fingerprintOf(name, labels, annotations, owner.Sync),
 		notice:      notice,
 	}
 }
+
+// Fingerprint names the replica this template describes: two templates of one
+// fingerprint compare alike with any replica (their content hashes, labels,
+// annotations, names and owners are equal). A verdict on a replica read whole can be kept
+// under it.
+func (t Template[T]) Fingerprint() string { return t.fingerprint }
 
 // shapedContent is the source's content with the keys the filter keeps, fitted to the
 // kind, and what the status must say about it: that no key is left, or what fitting

@@ -34,6 +34,9 @@ type Engine[T desired.Object] struct {
 	// standing conflict costs reads, not a failing write on every recheck. It is only a
 	// hint: losing it (a restart) costs one create that fails with AlreadyExists.
 	blocked sync.Map
+	// inSync spares a pass the read of a replica its metadata cannot judge when an
+	// earlier pass read it, as it is, and found it in sync with the same template.
+	inSync inSyncVerdicts
 }
 
 // ReplicaStore is the engine's door to the replicas of kind T (replicastore.Store). It
@@ -125,6 +128,9 @@ func (e *Engine[T]) syncReplica(ctx context.Context, owner desired.Owner, want d
 	}
 	diff, known := want.DiffMetadata(actual)
 	if !known {
+		if e.inSync.holds(actual, want.Fingerprint()) {
+			return desired.InSync, nil
+		}
 		whole, err := e.readReplica(ctx, owner, actual)
 		if notOurs := (errNotOurs{}); errors.As(err, &notOurs) {
 			return desired.Conflict, err
@@ -133,6 +139,9 @@ func (e *Engine[T]) syncReplica(ctx context.Context, owner desired.Owner, want d
 			return desired.Failed, err
 		}
 		diff, actual = want.Diff(whole), meta.AsPartialObjectMetadata(whole)
+		if diff.InSync() {
+			e.inSync.record(actual, want.Fingerprint())
+		}
 	}
 	switch {
 	case diff.InSync():

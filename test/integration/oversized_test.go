@@ -1,12 +1,14 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
@@ -46,6 +48,33 @@ func TestReplicasWithOversizedMetadataAreKeptAndRepaired(t *testing.T) {
 		}
 		return nil
 	})
+
+	// A pass over replicas their metadata cannot judge reads each whole once; the passes
+	// after it, while neither replica nor source changed, read none of them again.
+	reads := func() int {
+		n := 0
+		for _, r := range c.RequestsAbout("configmaps") {
+			if strings.HasPrefix(r, "GET ") && strings.HasPrefix(r, "GET /api/v1/namespaces/"+target+"/configmaps/") {
+				n++
+			}
+		}
+		return n
+	}
+	touch := func(value string) {
+		ns := &corev1.Namespace{}
+		must(t, k8s.Get(context.Background(), client.ObjectKey{Name: target}, ns))
+		ns.Labels["touched"] = value
+		must(t, k8s.Update(context.Background(), ns))
+	}
+	touch("1")
+	time.Sleep(3 * time.Second)
+	before := reads()
+	touch("2")
+	touch("3")
+	time.Sleep(3 * time.Second)
+	if n := reads() - before; n != 0 {
+		t.Errorf("passes over unchanged replicas read them whole %d times", n)
+	}
 
 	for name, want := range map[string]map[string]string{"labelled": {"k": "v"}, "keyed": manyKeys} {
 		r := &corev1.ConfigMap{}
