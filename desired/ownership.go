@@ -83,6 +83,13 @@ func OwnershipOf[T Object](kind Kind[T], obj metav1.Object) Ownership {
 		return emptyOwnership()
 	}
 	fields := contentFieldsOf(kind)
+	if managedFieldsBytes(entries) > maxManagedFieldsBytes {
+		// Those of a replica of many thousands of keys, which the replica store does not
+		// keep reduced (CompactOversized), are parsed for the one comparison and not
+		// remembered: each would hold megabytes of parsed keys for a read that comes once
+		// per change of the replica.
+		return parseOwnership(fields, entries)
+	}
 	// The key is built on the stack when it fits (a replica's managedFields are a few
 	// hundred bytes): this runs for every cached event and every comparison.
 	var buf [1024]byte
@@ -122,14 +129,8 @@ type ownershipMemo struct {
 	bytes int
 }
 
-// of returns the Ownership of entries, whose managers and fields raw spells out. Those
-// of a replica of many thousands of keys, which the replica store does not keep reduced
-// (CompactOversized), are parsed for the one comparison and not remembered: each would
-// hold megabytes of parsed keys for a read that comes once per pass.
+// of returns the Ownership of entries, whose managers and fields raw spells out.
 func (m *ownershipMemo) of(raw []byte, fields contentFields, entries []metav1.ManagedFieldsEntry) Ownership {
-	if managedFieldsBytes(entries) > maxManagedFieldsBytes {
-		return parseOwnership(fields, entries)
-	}
 	m.mu.Lock()
 	own, ok := m.byRaw[string(raw)]
 	m.mu.Unlock()
@@ -219,7 +220,8 @@ func insertFieldNames(names sets.Set[string], set *fieldpath.Set) {
 func ReducedManagedFields[T Object](kind Kind[T], obj metav1.Object) []metav1.ManagedFieldsEntry {
 	own := OwnershipOf(kind, obj)
 	if own.reduced == nil && managedFieldsBytes(obj.GetManagedFields()) > maxManagedFieldsBytes {
-		// Not remembered (ownershipMemo.of); the store compacts such an object instead.
+		// Not remembered (OwnershipOf). The replica store compacts such an object before
+		// it would ask; this keeps the answer right for any other caller.
 		return reducedEntries(own, contentFieldsOf(kind))
 	}
 	return own.reduced

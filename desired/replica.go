@@ -171,8 +171,6 @@ func StripMetadataOf(source metav1.Object) ([]string, error) {
 // occur in a label or annotation key.
 func keyGlob(s string) string { return strings.ReplaceAll(s, "/", "|") }
 
-func isStripped(key string, strip []string) bool { return stripGlobsOf(strip).match(key) }
-
 // stripGlobs are strip-metadata globs made key globs once, not once per key matched.
 type stripGlobs []string
 

@@ -528,3 +528,6 @@ func TestUpdatePatch(t *testing.T) {
 		t.Errorf("binaryData or immutable: %v", got)
 	}
 }
+
+// isStripped reports whether strip-metadata globs strip key.
+func isStripped(key string, strip []string) bool { return stripGlobsOf(strip).match(key) }

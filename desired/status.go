@@ -122,7 +122,7 @@ func Summarize(results []Result, deleted int, cleanupErr error, notice string) S
 		}
 	}
 	if cleanupErr != nil {
-		problems = append(problems, oneLine(cleanupErr.Error()))
+		problems = append(problems, OneLine(cleanupErr.Error()))
 	}
 	s.Err = errors.Join(append(failures, cleanupErr)...)
 	switch {
@@ -135,7 +135,7 @@ func Summarize(results []Result, deleted int, cleanupErr error, notice string) S
 		s.Message = fmt.Sprintf("in sync in %d %s", len(results), plural(len(results), "namespace", "namespaces"))
 	}
 	if notice != "" {
-		s.Message = truncate(oneLine(s.Message + "; " + notice))
+		s.Message = truncate(OneLine(s.Message + "; " + notice))
 	}
 	return s
 }
@@ -152,7 +152,7 @@ func (s *Summary) Within(boundary string) {
 	if rest, ok := strings.CutPrefix(s.Message, noTargets); ok && s.Targets == 0 {
 		s.Message = "no target namespace within reach" + rest
 	}
-	s.Message = truncate(oneLine(s.Message + "; " + boundary))
+	s.Message = truncate(OneLine(s.Message + "; " + boundary))
 }
 
 // SourceStatus is what the status annotations of a source say.
@@ -173,7 +173,7 @@ func InvalidStatus(err error, previousSynced string) SourceStatus {
 	if previousSynced == "" {
 		previousSynced = "0/0"
 	}
-	return SourceStatus{State: v1alpha1.StatusInvalid, Synced: previousSynced, Message: truncate(oneLine(err.Error()))}
+	return SourceStatus{State: v1alpha1.StatusInvalid, Synced: previousSynced, Message: truncate(OneLine(err.Error()))}
 }
 
 // StatusPatch returns the JSON merge patch that brings src's status annotations to
@@ -244,7 +244,7 @@ func annotationsPatch(uid types.UID, resourceVersion string, annotations map[str
 }
 
 func summarize(problems []string) string {
-	return truncate(oneLine(firstFew(problems, "; ", "; ")))
+	return truncate(OneLine(firstFew(problems, "; ", "; ")))
 }
 
 // firstFew joins the first shownProblems items with sep, and says how many more there
@@ -256,7 +256,9 @@ func firstFew(items []string, sep, beforeMore string) string {
 	return fmt.Sprintf("%s%sand %d more", strings.Join(items[:shownProblems], sep), beforeMore, len(items)-shownProblems)
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// OneLine is s on one line, its runs of white space (an errors.Join's newlines among
+// them) made one space: how a status message says several problems.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func truncate(s string) string {
 	if len(s) <= maxMessageLength {
@@ -296,7 +298,7 @@ func SetSyncStatus(status *v1alpha1.SyncStatus, generation int64, source string,
 		}
 		status.FailedNamespaces = append(
 			status.FailedNamespaces,
-			v1alpha1.FailedNamespace{Namespace: r.Namespace, Reason: reason, Message: truncate(oneLine(r.Err.Error()))},
+			v1alpha1.FailedNamespace{Namespace: r.Namespace, Reason: reason, Message: truncate(OneLine(r.Err.Error()))},
 		)
 	}
 	if changed {
@@ -344,6 +346,6 @@ func SetSyncProblem(status *v1alpha1.SyncStatus, generation int64, source, reaso
 	status.FailedNamespaces = nil
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason,
-		Message: truncate(oneLine(err.Error())), ObservedGeneration: generation,
+		Message: truncate(OneLine(err.Error())), ObservedGeneration: generation,
 	})
 }

@@ -9,6 +9,11 @@ mkdir -p .cache
 go build -C hack -o "$PWD/.cache/localcluster" ./localcluster
 if .cache/localcluster -reachable; then
   echo "run: using the cluster of the current kubeconfig" >&2
+  # cmsync prefers an in-cluster config to $KUBECONFIG (run in a Pod, it would manage
+  # that Pod's cluster): name the current kubeconfig when it is one file.
+  if [ -n "${KUBECONFIG:-}" ] && [[ "$KUBECONFIG" != *:* ]]; then
+    exec "$bin" --kubeconfig="$KUBECONFIG" "$@"
+  fi
   exec "$bin" "$@"
 fi
 
@@ -25,4 +30,4 @@ for _ in $(seq 120); do
   sleep 0.5
 done
 echo "run: local control plane up; in another shell: export KUBECONFIG=$kubeconfig" >&2
-KUBECONFIG="$kubeconfig" "$bin" "$@"
+"$bin" --kubeconfig="$kubeconfig" "$@"

@@ -15,7 +15,9 @@ import (
 // changed, not on every pass of its owner: a source of many thousands of keys costs its
 // passes one read per changed replica, as any other. Any write of the replica changes
 // its resourceVersion, so a verdict never outlives what it judged. Bounded: when full,
-// it starts over (a verdict lost costs one read).
+// it starts over (a verdict lost costs one read). Only replicas read whole are recorded
+// (those the store keeps compacted, those whose content another manager wrote), not the
+// ones whose metadata tells.
 type inSyncVerdicts struct {
 	mu sync.Mutex
 	m  map[types.UID]inSyncVerdict

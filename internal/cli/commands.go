@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/cmsync/cmsync/desired"
 	"github.com/cmsync/cmsync/internal/policyflags"
 )
 
@@ -171,7 +172,7 @@ func printExplanation(w io.Writer, e Explanation) {
 	printf(w, "%s (controller policy from %s)\n", e.Source, e.Policy)
 	switch {
 	case e.Invalid != "":
-		printf(w, "Invalid: %s\ncmsync changes nothing for it until it is fixed.\n", oneLine(e.Invalid))
+		printf(w, "Invalid: %s\ncmsync changes nothing for it until it is fixed.\n", desired.OneLine(e.Invalid))
 	case e.Inactive != "":
 		printf(w, "Not a source: %s.\n", e.Inactive)
 	}
@@ -237,7 +238,7 @@ func printPreview(w io.Writer, p Preview) {
 			"%s (controller policy from %s) would be Invalid: %s\ncmsync would change nothing and say so in its status.\n",
 			p.Source,
 			p.Policy,
-			oneLine(p.Invalid),
+			desired.OneLine(p.Invalid),
 		)
 		return
 	}

@@ -64,7 +64,3 @@ func printable(s string) string {
 func mustEscape(r rune) bool {
 	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.In(r, unicode.Zl, unicode.Zp)
 }
-
-// oneLine is an error message joined from several (errors.Join) on one line, as the
-// controller writes it in a status.
-func oneLine(message string) string { return strings.ReplaceAll(message, "\n", "; ") }
