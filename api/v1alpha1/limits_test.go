@@ -1,8 +1,10 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -37,6 +39,19 @@ func TestListLimitIsTheCRDs(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestListLimitIsTheAdmissionPolicys checks that the chart's admission policy warns
+// about a list annotation over MaxListEntries, the bound cmsync enforces.
+func TestListLimitIsTheAdmissionPolicys(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "chart", "cmsync", "templates", "admission.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(".size() > %d)", MaxListEntries)
+	if !strings.Contains(string(raw), want) || !strings.Contains(string(raw), fmt.Sprintf("has more than %d entries", MaxListEntries)) {
+		t.Errorf("the admission policy does not bound list annotations at %d (MaxListEntries): no %q", MaxListEntries, want)
 	}
 }
 

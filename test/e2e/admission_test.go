@@ -300,6 +300,10 @@ func TestMalformedSourceAnnotationsWarn(t *testing.T) {
 		{v1alpha1.TargetNameAnnotation, "", true},
 		{v1alpha1.TargetNameAnnotation, strings.Repeat("a", 254), true},
 		{v1alpha1.TargetNameAnnotation, "-ca", true},
+		{v1alpha1.TargetNamespacesAnnotation, entries("team-", v1alpha1.MaxListEntries), false},
+		{v1alpha1.TargetNamespacesAnnotation, entries("team-", v1alpha1.MaxListEntries+1), true},
+		{v1alpha1.KeysAnnotation, entries("key-", v1alpha1.MaxListEntries+1), true},
+		{v1alpha1.StripMetadataAnnotation, entries("example.com/", v1alpha1.MaxListEntries+1), true},
 	}
 	for _, tc := range cases {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "probe-" + randomSuffix(),
@@ -322,4 +326,13 @@ func TestMalformedSourceAnnotationsWarn(t *testing.T) {
 			t.Errorf("%s=%q: the warning %q does not name the annotation", tc.key, tc.value, got)
 		}
 	}
+}
+
+// entries is a list annotation's value of n entries: prefix0,prefix1,...
+func entries(prefix string, n int) string {
+	list := make([]string, n)
+	for i := range list {
+		list[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return strings.Join(list, ",")
 }
