@@ -81,7 +81,7 @@ func TestTenantCannotExhaustCmsyncMemoryThroughReplicasMetadata(t *testing.T) {
 	suffix := randomSuffix()
 	labelled, keyed := harness.NewNamespace(t, "labelled-"+suffix, nil), harness.NewNamespace(t, "keyed-"+suffix, nil)
 	victimSrc, victimDst := harness.NewNamespace(t, "victim-"+suffix, nil), harness.NewNamespace(t, "victim-"+suffix, nil)
-	harness.DeleteSourcesAtEnd(t, []string{labelled, keyed})
+	harness.DeleteSourcesAtEnd(t, []string{labelled, keyed, victimSrc})
 	c := harness.StartControllerWithEnv(t, []string{fmt.Sprintf("GOMEMLIMIT=%d", chartMemoryLimit)}, "--profiling")
 	time.Sleep(3 * time.Second) // settle after the start's lists
 	baseline := liveHeap(t, c)
