@@ -19,7 +19,7 @@ const DefaultMaxReplicatedBytes = 1 << 30
 // copied from the source as much as cmsync's markers. Metadata counts like data: a
 // source with no data and a 250 KB annotation writes 250 KB into every target.
 func (t Template[T]) Size() int64 {
-	n := int64(len(t.name)+len(t.content.Type)) + MetadataBytes(t.labels, t.annotations)
+	n := int64(len(t.name)+len(t.content.Type)) + metadataBytes(t.labels, t.annotations)
 	for k, v := range t.content.Text {
 		n += int64(len(k) + len(v))
 	}
@@ -42,8 +42,8 @@ func (t Template[T]) Size() int64 {
 // markers of it (CompactOversized).
 const MaxReplicaMetadataBytes = 64 << 10
 
-// MetadataBytes is the bytes of labels and annotations: their keys and values.
-func MetadataBytes(labels, annotations map[string]string) int64 {
+// metadataBytes is the bytes of labels and annotations: their keys and values.
+func metadataBytes(labels, annotations map[string]string) int64 {
 	var n int64
 	for k, v := range labels {
 		n += int64(len(k) + len(v))
@@ -57,7 +57,7 @@ func MetadataBytes(labels, annotations map[string]string) int64 {
 // checkReplicaMetadata says why a replica's labels and annotations cannot be written:
 // more bytes than MaxReplicaMetadataBytes; or nil.
 func (t Template[T]) checkReplicaMetadata() error {
-	n := MetadataBytes(t.labels, t.annotations)
+	n := metadataBytes(t.labels, t.annotations)
 	if n <= MaxReplicaMetadataBytes {
 		return nil
 	}

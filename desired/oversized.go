@@ -82,7 +82,7 @@ func keepMarker(kept, all map[string]string, key string) {
 // metadataBytesOf is the bytes of obj's labels, annotations, owner references and
 // finalizers: the metadata a cached replica holds besides its names and managedFields.
 func metadataBytesOf(obj metav1.Object) int64 {
-	n := MetadataBytes(obj.GetLabels(), obj.GetAnnotations())
+	n := metadataBytes(obj.GetLabels(), obj.GetAnnotations())
 	for _, ref := range obj.GetOwnerReferences() {
 		n += int64(len(ref.APIVersion)+len(ref.Kind)+len(ref.Name)+len(ref.UID)) + 16
 	}
