@@ -434,6 +434,12 @@ func widgetCRDIn(t *testing.T, group string) string {
 		}
 		return fmt.Errorf("conditions %v", crd.Status.Conditions)
 	})
+	// Established comes before discovery lists the group; the tests' client maps kinds
+	// through discovery, so a Widget is created only once it is listed there.
+	eventually(t, timeout, "the Widget kind in discovery", func() error {
+		_, err := k8s.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: "Widget"}, "v1")
+		return err
+	})
 	return group
 }
 
