@@ -129,6 +129,32 @@ func TestReplicasAreProtected(t *testing.T) {
 	expectRefused(t, "turning a ConfigMap into a replica", editor.Patch(ctx, own, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"cmsync"}}}`))), "only cmsync writes objects labelled",
 		": change the source instead, naming this namespace in its targets to get a replica here, or remove the label")
+	// cmsync's other markers, without the label, are cmsync's alone too.
+	markerTold := "only cmsync adds its markers (the annotation cmsync.io/source, an owner reference to a ConfigMapSync, SecretSync or ObjectSync) to an object"
+	annotated := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "annotated",
+		Annotations: map[string]string{v1alpha1.SourceAnnotation: src + "/ca-bundle"}}}
+	expectRefused(t, "creating a ConfigMap that names a source", editor.Create(ctx, annotated), markerTold,
+		"(this one names the source "+src+"/ca-bundle): change the source "+src+"/ca-bundle instead", "or write the object without them")
+	expectRefused(t, "annotating a ConfigMap with a source", editor.Patch(ctx, own, client.RawPatch(types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"cmsync.io/source":"`+src+`/ca-bundle"}}}`))), markerTold)
+	holder := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "guarded-" + randomSuffix()}, Spec: v1alpha1.ConfigMapSyncSpec{
+		SourceNamespace: src, ConfigMapName: "absent", ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: team}}}
+	must(t, harness.K8s.Create(ctx, holder))
+	t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), holder) })
+	ownedBySync := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"cmsync.io/v1alpha1","kind":"ConfigMapSync","name":%q,"uid":%q}]}}`,
+		holder.Name, holder.UID)
+	expectRefused(t, "owning a ConfigMap by a ConfigMapSync", editor.Patch(ctx, own, client.RawPatch(types.MergePatchType, []byte(ownedBySync))),
+		markerTold, ": change the source instead")
+	// Any other annotation or owner reference is the editor's own business.
+	must(t, editor.Patch(ctx, own, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/sourcery":"x"}}}`))))
+	if err := harness.K8s.Get(
+		ctx,
+		client.ObjectKeyFromObject(own),
+		own,
+	); err != nil || own.Annotations[v1alpha1.SourceAnnotation] != "" ||
+		len(own.OwnerReferences) != 0 {
+		t.Errorf("the editor's ConfigMap gained a marker: %v %v (%v)", own.Annotations, own.OwnerReferences, err)
+	}
 
 	now, err := harness.GetConfigMap(team, "ca-bundle")
 	must(t, err)

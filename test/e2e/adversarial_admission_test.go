@@ -778,7 +778,7 @@ var sourceIDValue = regexp.MustCompile(`^[0-9a-f]{40}$`)
 type verdict string
 
 const (
-	notThePolicys   verdict = "not the policy's" // labelled a replica neither before nor after
+	notThePolicys   verdict = "not the policy's" // labelled a replica neither before nor after, and gaining no marker
 	unchangedUpdate verdict = "admitted, unchanged"
 	takeOverUpdate  verdict = "admitted, a take-over"
 	refusedUpdate   verdict = "refused"
@@ -789,10 +789,11 @@ const (
 // labelled as a replica as it was, or a take-over, by a user who may create
 // ConfigMapSyncs, that adds only cmsync's markers to an object that a peer's own
 // markers tie to the source it claims. Every other update of an object labelled as a
-// replica, before or after, is refused.
+// replica, before or after, or that gives another object one of cmsync's markers, is
+// refused.
 func admitsUpdate(old, next *unstructured.Unstructured, mayTakeOver bool) verdict {
 	wasReplica := old.GetLabels()[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue
-	if !wasReplica && next.GetLabels()[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue {
+	if !wasReplica && next.GetLabels()[v1alpha1.ManagedByLabel] != v1alpha1.ManagedByValue && !gainsAMarker(old, next) {
 		return notThePolicys
 	}
 	sameBody := sameField(old, next, "data") && sameField(old, next, "binaryData") && sameField(old, next, "type") &&
@@ -809,6 +810,21 @@ func admitsUpdate(old, next *unstructured.Unstructured, mayTakeOver bool) verdic
 		return takeOverUpdate
 	}
 	return refusedUpdate
+}
+
+// gainsAMarker: next carries a source annotation old did not (or another one), or an
+// owner reference to a ConfigMapSync, SecretSync or ObjectSync whose uid old's do not.
+func gainsAMarker(old, next *unstructured.Unstructured) bool {
+	if claim, ok := next.GetAnnotations()[v1alpha1.SourceAnnotation]; ok {
+		if was, ok := old.GetAnnotations()[v1alpha1.SourceAnnotation]; !ok || was != claim {
+			return true
+		}
+	}
+	return slices.ContainsFunc(next.GetOwnerReferences(), func(r metav1.OwnerReference) bool {
+		return strings.HasPrefix(r.APIVersion, v1alpha1.GroupVersion.Group+"/") &&
+			slices.Contains([]string{v1alpha1.ConfigMapSyncKind, "SecretSync", "ObjectSync"}, r.Kind) &&
+			!slices.ContainsFunc(old.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == r.UID })
+	})
 }
 
 // onlyMarkersAdded: next is old with cmsync's markers, as a take-over writes them.

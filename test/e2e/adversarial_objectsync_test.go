@@ -212,6 +212,8 @@ func TestTenantCannotPushANetworkPolicyThroughCmsync(t *testing.T) {
 		Labels:      map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue},
 		Annotations: map[string]string{v1alpha1.SourceAnnotation: platform + "/allow-dns"}}}
 	expectRefused(t, "forging a NetworkPolicy replica", tenant.Create(ctx, forged), "only cmsync writes objects labelled")
+	forged.Labels = nil
+	expectRefused(t, "a NetworkPolicy naming a source", tenant.Create(ctx, forged), "only cmsync adds its markers")
 
 	// The ConfigMap door copies the labelled ConfigMap as a ConfigMap, as it documents;
 	// once it has, any NetworkPolicy would have come with the same passes.
