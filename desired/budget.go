@@ -54,10 +54,12 @@ func metadataBytes(labels, annotations map[string]string) int64 {
 	return n
 }
 
-// checkReplicaMetadata says why a replica's labels and annotations cannot be written:
-// more bytes than MaxReplicaMetadataBytes; or nil.
-func (t Template[T]) checkReplicaMetadata() error {
-	n := metadataBytes(t.labels, t.annotations)
+// contentHashBytes is what the content-hash label adds to a replica's metadata.
+const contentHashBytes = int64(len(v1alpha1.ContentHashLabel) + 40)
+
+// checkReplicaMetadata says why a replica whose labels and annotations take n bytes
+// cannot be written: more than MaxReplicaMetadataBytes; or nil.
+func checkReplicaMetadata(n int64) error {
 	if n <= MaxReplicaMetadataBytes {
 		return nil
 	}

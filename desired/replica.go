@@ -42,11 +42,7 @@ type Template[T Object] struct {
 // the template is in use.
 func NewTemplate[T Object](kind Kind[T], source T, shape Shape, owner Owner) Template[T] {
 	key := types.NamespacedName{Namespace: source.GetNamespace(), Name: source.GetName()}
-	labels := copiedMetadata(source.GetLabels(), shape.Strip)
-	labels[v1alpha1.ManagedByLabel] = v1alpha1.ManagedByValue
-	labels[v1alpha1.SourceIDLabel] = sourceID(key)
-	annotations := copiedMetadata(source.GetAnnotations(), shape.Strip)
-	annotations[v1alpha1.SourceAnnotation] = key.String()
+	labels, annotations := replicaMetadata(key, source, shape.Strip)
 	content, notice := shapedContent(kind, kind.Content(source), shape.Keys)
 	hash := contentHash(content)
 	labels[v1alpha1.ContentHashLabel] = hash
@@ -62,6 +58,18 @@ func NewTemplate[T Object](kind Kind[T], source T, shape Shape, owner Owner) Tem
 		fingerprint: fingerprintOf(name, labels, annotations, owner.Sync),
 		notice:      notice,
 	}
+}
+
+// replicaMetadata is the labels and annotations a replica of the source key, of
+// metadata meta, carries but for its content hash: the source's own, but for those
+// stripped, and cmsync's markers.
+func replicaMetadata(key types.NamespacedName, meta metav1.Object, strip []string) (labels, annotations map[string]string) {
+	labels = copiedMetadata(meta.GetLabels(), strip)
+	labels[v1alpha1.ManagedByLabel] = v1alpha1.ManagedByValue
+	labels[v1alpha1.SourceIDLabel] = sourceID(key)
+	annotations = copiedMetadata(meta.GetAnnotations(), strip)
+	annotations[v1alpha1.SourceAnnotation] = key.String()
+	return labels, annotations
 }
 
 // Fingerprint names the replica this template describes: two templates of one

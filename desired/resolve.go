@@ -177,6 +177,10 @@ func (intent Intent[T]) WithSource(kind Kind[T], src Source[T], policy Policy) I
 		shape.Strip = strip
 	}
 	if !src.Whole {
+		// The metadata alone decides the bound on a replica's metadata: a reader who may
+		// see only that (kubectl cmsync) is told what cmsync would say.
+		labels, annotations := replicaMetadata(src.Key, src.Meta, shape.Strip)
+		intent.Invalid = checkReplicaMetadata(metadataBytes(labels, annotations) + contentHashBytes)
 		return intent
 	}
 	if err := kind.CheckSource(src.Object); err != nil {
@@ -184,7 +188,7 @@ func (intent Intent[T]) WithSource(kind Kind[T], src Source[T], policy Policy) I
 		return intent
 	}
 	intent.Template = NewTemplate(kind, src.Object, shape, intent.Owner)
-	err := intent.Template.checkReplicaMetadata()
+	err := checkReplicaMetadata(metadataBytes(intent.Template.labels, intent.Template.annotations))
 	if err == nil {
 		err = policy.CheckWriteBudget(intent.Template.Size(), len(intent.Targets.Namespaces))
 	}

@@ -232,6 +232,38 @@ func TestResolveChecksTheKindOnlyWhenReadWhole(t *testing.T) {
 	}
 }
 
+// The bound on a replica's metadata is decided from the source's metadata alone, as
+// from the source read whole: at every size around the bound, with and without the
+// labels stripped, a reader of metadata (kubectl cmsync) and the controller agree.
+func TestReplicaMetadataBoundNeedsOnlyMetadata(t *testing.T) {
+	policy := Policy{SourceNamespaces: []string{"*"}}
+	namespaces := []Namespace{{Name: "team-a"}}
+	for _, strip := range []string{"", "bulk-*"} {
+		for extra := -3; extra <= 3; extra++ {
+			annotations := map[string]string{v1alpha1.TargetNamespacesAnnotation: "team-a"}
+			if strip != "" {
+				annotations[v1alpha1.StripMetadataAnnotation] = strip
+			}
+			cm := sourceConfigMap("platform", "labelled", annotations, map[string]string{"k": "v"})
+			addLabels(cm, "bulk-", MaxReplicaMetadataBytes/64-16)
+			// Padded to extra bytes over the bound, counting the replica's own markers.
+			cm.Annotations["pad"] = ""
+			unpadded := Resolve(ConfigMapKind{}, AnnotatedSource(cm), namespaces, policy)
+			if unpadded.Invalid != nil {
+				t.Fatalf("strip %q: the unpadded source is Invalid: %v", strip, unpadded.Invalid)
+			}
+			n := metadataBytes(unpadded.Template.labels, unpadded.Template.annotations)
+			cm.Annotations["pad"] = strings.Repeat("p", int(MaxReplicaMetadataBytes-n)+extra)
+			whole := Resolve(ConfigMapKind{}, AnnotatedSource(cm), namespaces, policy)
+			metaOnly := Resolve(ConfigMapKind{}, Source[*corev1.ConfigMap]{Key: types.NamespacedName{Namespace: "platform", Name: "labelled"}, Meta: cm},
+				namespaces, policy)
+			if fmt.Sprint(whole.Invalid) != fmt.Sprint(metaOnly.Invalid) || (whole.Invalid != nil) != (extra > 0) {
+				t.Errorf("strip %q, %+d bytes: read whole %v; from metadata %v", strip, extra, whole.Invalid, metaOnly.Invalid)
+			}
+		}
+	}
+}
+
 // An ObjectSync never writes into the controller's own namespace, whatever its
 // destinations say (a RoleBinding there would reach cmsync's rights); a ConfigMapSync
 // may, and explain says why the namespace is left out.
