@@ -56,6 +56,14 @@ func ReplicaChanged() predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
 	}}
 }
 
+// NotReserved drops every event of an object of a name cmsync never touches
+// (desired.Policy.IsReserved): one labelled as a replica (a kube-root-ca.crt that an
+// older cmsync, or anyone, marked) is no replica, and its edits queue no pass of the
+// source it names.
+func NotReserved(policy desired.Policy) predicate.TypedPredicate[*metav1.PartialObjectMetadata] {
+	return predicate.NewTypedPredicateFuncs(func(obj *metav1.PartialObjectMetadata) bool { return !policy.IsReserved(obj.GetName()) })
+}
+
 // NamespaceChanged passes namespace creates and deletes, and updates that change what
 // target resolution reads: the labels, cmsync.io/accept-from, or the start of
 // termination. It drops the

@@ -216,3 +216,16 @@ func TestSyncChanged(t *testing.T) {
 		}
 	}
 }
+
+func TestNotReserved(t *testing.T) {
+	p := NotReserved(desired.Policy{ReservedNames: []string{"trust-bundle"}})
+	for name, want := range map[string]bool{v1alpha1.RootCAConfigMapName: false, "trust-bundle": false, "app": true} {
+		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns",
+			Labels: map[string]string{v1alpha1.ManagedByLabel: v1alpha1.ManagedByValue}}}
+		if got := p.Create(event.TypedCreateEvent[*metav1.PartialObjectMetadata]{Object: obj}) &&
+			p.Update(event.TypedUpdateEvent[*metav1.PartialObjectMetadata]{ObjectOld: obj, ObjectNew: obj}) &&
+			p.Delete(event.TypedDeleteEvent[*metav1.PartialObjectMetadata]{Object: obj}); got != want {
+			t.Errorf("%s: passes %v, want %v", name, got, want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/cmsync/cmsync/api/v1alpha1"
 	"github.com/cmsync/cmsync/desired"
@@ -165,7 +166,8 @@ func newDoor[T desired.Object](ctx context.Context, mgr ctrl.Manager, o Options,
 	replicas, err := replicastore.New(ctx, replicastore.Config{
 		REST: mgr.GetConfig(), HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), MetadataAnswersFrom: metadataAnswersFrom,
-		Changed: predicates.ReplicaChanged(), Namespaces: o.Policy.Scope,
+		Changed:    predicate.And(predicates.NotReserved(o.Policy), predicates.ReplicaChanged()),
+		Namespaces: o.Policy.Scope,
 	}, kind)
 	if err != nil {
 		return door[T]{}, nil, err

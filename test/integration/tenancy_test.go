@@ -64,6 +64,19 @@ func TestLeftoverReplicaOfAReservedNameIsNeverTouched(t *testing.T) {
 	if n := c.WritesIn("DELETE", second) + c.WritesIn("PUT", second) + c.WritesIn("PATCH", second) + c.WritesIn("POST", second); n != 0 {
 		t.Errorf("%d writes into %s: %s", n, second, c.LastWrites())
 	}
+
+	// Its edits are no replica's: they queue no pass of the source it names.
+	passes := metricValue(t, c.Metrics, "cmsync_sync_duration_seconds", "")
+	for i := range 5 {
+		leftover.Labels["edit"] = fmt.Sprint(i)
+		must(t, k8s.Update(ctx, leftover))
+	}
+	consistently(t, 2*time.Second, "no pass for the leftover's edits", func() error {
+		if now := metricValue(t, c.Metrics, "cmsync_sync_duration_seconds", ""); now != passes {
+			return fmt.Errorf("%v passes, %v before the edits", now, passes)
+		}
+		return nil
+	})
 }
 
 // With the boundary on, a tenant's source in sync makes no write while idle, and a
