@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -128,13 +130,14 @@ func TestReplicasAreProtected(t *testing.T) {
 	expectRefused(t, "forging a replica", editor.Create(ctx, forged), forgedTold...)
 	expectRefused(t, "turning a ConfigMap into a replica", editor.Patch(ctx, own, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"cmsync"}}}`))), "only cmsync writes objects labelled",
-		": change the source instead, naming this namespace in its targets to get a replica here, or remove the label")
+		": change the source instead, naming this namespace in its targets to get a replica here, or write the object without cmsync's markers "+
+			"(the label app.kubernetes.io/managed-by=cmsync, the annotation cmsync.io/source, owner references to a ConfigMapSync, SecretSync or ObjectSync)")
 	// cmsync's other markers, without the label, are cmsync's alone too.
 	markerTold := "only cmsync adds its markers (the annotation cmsync.io/source, an owner reference to a ConfigMapSync, SecretSync or ObjectSync) to an object"
 	annotated := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "annotated",
 		Annotations: map[string]string{v1alpha1.SourceAnnotation: src + "/ca-bundle"}}}
 	expectRefused(t, "creating a ConfigMap that names a source", editor.Create(ctx, annotated), markerTold,
-		"(this one names the source "+src+"/ca-bundle): change the source "+src+"/ca-bundle instead", "or write the object without them")
+		"(this one names the source "+src+"/ca-bundle): change the source "+src+"/ca-bundle instead", "or write the object without cmsync's markers")
 	expectRefused(t, "annotating a ConfigMap with a source", editor.Patch(ctx, own, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"cmsync.io/source":"`+src+`/ca-bundle"}}}`))), markerTold)
 	holder := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "guarded-" + randomSuffix()}, Spec: v1alpha1.ConfigMapSyncSpec{
@@ -145,6 +148,12 @@ func TestReplicasAreProtected(t *testing.T) {
 		holder.Name, holder.UID)
 	expectRefused(t, "owning a ConfigMap by a ConfigMapSync", editor.Patch(ctx, own, client.RawPatch(types.MergePatchType, []byte(ownedBySync))),
 		markerTold, ": change the source instead")
+	// Nor by rewriting an owner reference of another kind in place, keeping its uid.
+	placeholder := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "placeholder-" + randomSuffix(),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "cmsync.io/v1alpha1", Kind: "Placeholder", Name: holder.Name, UID: holder.UID}}}}
+	must(t, editor.Create(ctx, placeholder))
+	expectRefused(t, "turning an owner reference into a ConfigMapSync's", editor.Patch(ctx, placeholder, client.RawPatch(types.JSONPatchType,
+		[]byte(`[{"op":"replace","path":"/metadata/ownerReferences/0/kind","value":"ConfigMapSync"}]`))), markerTold)
 	// Any other annotation or owner reference is the editor's own business.
 	must(t, editor.Patch(ctx, own, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"cmsync.io/sourcery":"x"}}}`))))
 	if err := harness.K8s.Get(
@@ -309,6 +318,19 @@ func TestMalformedSourceAnnotationsWarn(t *testing.T) {
 		{v1alpha1.TargetNamespacesAnnotation, "[]", true},
 		{v1alpha1.TargetSelectorAnnotation, "env=prod", false},
 		{v1alpha1.TargetSelectorAnnotation, " ", true},
+		// SPEC §1's examples, and the grammar's corners.
+		{v1alpha1.TargetSelectorAnnotation, "env=prod,tier in (web,api),!deprecated", false},
+		{v1alpha1.TargetSelectorAnnotation, "env=", false},
+		{v1alpha1.TargetSelectorAnnotation, "=prod", true},
+		{v1alpha1.TargetSelectorAnnotation, "tier in (", true},
+		{v1alpha1.TargetSelectorAnnotation, "a b", true},
+		{v1alpha1.TargetSelectorAnnotation, " example.com/team notin ( a , b ) , x>3, y < 10, z==Z_1.v, ! old, w!=", false},
+		{v1alpha1.TargetSelectorAnnotation, "tier in (web,)", false},
+		{v1alpha1.TargetSelectorAnnotation, "a,", true},
+		{v1alpha1.TargetSelectorAnnotation, "!a=b", true},
+		{v1alpha1.TargetSelectorAnnotation, "x>y", true},
+		{v1alpha1.TargetSelectorAnnotation, "Example.com/a=b", true},
+		{v1alpha1.TargetSelectorAnnotation, "a=-b", true},
 		{v1alpha1.StripMetadataAnnotation, "example.com/*, secret-*,", false},
 		{v1alpha1.StripMetadataAnnotation, `a\[b`, false},
 		{v1alpha1.StripMetadataAnnotation, ",", true},
@@ -351,6 +373,61 @@ func TestMalformedSourceAnnotationsWarn(t *testing.T) {
 		if got != "" && !strings.Contains(got, tc.key) {
 			t.Errorf("%s=%q: the warning %q does not name the annotation", tc.key, tc.value, got)
 		}
+	}
+}
+
+// The selector warning never cries wolf and misses nothing of its grammar: of random
+// selectors, joined of requirements kubectl -l reads and of ones it refuses, exactly
+// those labels.Parse (and so cmsync) refuses are warned about.
+func TestSelectorWarningsNeverCryWolf(t *testing.T) {
+	ctx := context.Background()
+	warnings := &warningCollector{}
+	cfg := rest.CopyConfig(harness.AdminConfig(t))
+	cfg.WarningHandler = warnings
+	user, err := client.New(cfg, client.Options{Scheme: harness.K8s.Scheme()})
+	must(t, err)
+	src := harness.NewNamespace(t, "platform", nil)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	valid := []string{"env", "!env", "! env", "env=prod", "env==prod", "env!=prod", "env=", " env = prod ", "tier in (web,api)",
+		"tier notin ( a , b )", "tier in (web,)", "x>3", "x < 1", "example.com/team=a", "Tier_1.b-c=V_2"}
+	broken := []string{"=prod", "tier in (", "a b", "!a=b", "x>y", "-bad=1", "Example.com/x", "a/b/c", "é=1", "", "a=-b", "in (a)", "a=(b)", "x < -1", "x>+1"}
+	var refused int
+	for range 150 {
+		parts := make([]string, 1+rng.IntN(4))
+		for i := range parts {
+			parts[i] = valid[rng.IntN(len(valid))]
+			if rng.Float64() < 0.15 {
+				parts[i] = broken[rng.IntN(len(broken))]
+			}
+		}
+		selector := strings.Join(parts, ",")
+		if strings.TrimSpace(selector) == "" {
+			continue
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "probe-" + randomSuffix(),
+			Labels: map[string]string{v1alpha1.ReplicateLabel: "true"}, Annotations: map[string]string{v1alpha1.TargetSelectorAnnotation: selector}}}
+		must(t, user.Create(ctx, cm, client.DryRunAll))
+		got := warnings.take()
+		_, parseErr := labels.Parse(selector)
+		_, targetsErr := desired.TargetsOf(cm)
+		switch {
+		case parseErr != nil:
+			refused++
+			if targetsErr == nil {
+				t.Errorf("%q: labels.Parse refuses it (%v), cmsync does not", selector, parseErr)
+			}
+			if got == "" {
+				t.Errorf("%q: not warned about, but labels.Parse refuses it: %v", selector, parseErr)
+			}
+		case got != "":
+			t.Errorf("%q: warned (%q), but labels.Parse accepts it", selector, got)
+		}
+	}
+	t.Logf("%d of the selectors refused by labels.Parse", refused)
+	if refused < 20 {
+		t.Errorf("the corpus does not exercise the warning: %d refused", refused)
 	}
 }
 

@@ -400,7 +400,7 @@ func TestFuzzProtectReplicasPolicy(t *testing.T) {
 	for i := range 32 {
 		obj := f.storedObject(i)
 		writer := harness.K8s
-		if obj.GetLabels()[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue {
+		if obj.GetLabels()[v1alpha1.ManagedByLabel] == v1alpha1.ManagedByValue || gainsAMarker(&unstructured.Unstructured{}, obj) {
 			writer = cmsync
 		}
 		must(t, writer.Create(ctx, obj, client.FieldOwner(v1alpha1.FieldManager)))
@@ -499,6 +499,8 @@ func (f *adversary) storedObject(i int) *unstructured.Unstructured {
 		annotations[replicatedKeys] = "k"
 	case form == 6:
 		labels[kubedNamespace], labels[kubedName] = strings.Split(source, "/")[0], name
+	case i%16 == 7: // no replica, yet with cmsync's other markers (cmsync wrote them)
+		annotations[v1alpha1.SourceAnnotation] = source
 	}
 	if f.chance(0.5) {
 		labels["team"] = "a"
@@ -533,6 +535,12 @@ func (f *adversary) storedObject(i int) *unstructured.Unstructured {
 	}
 	if f.chance(0.3) {
 		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: f.owner.Name, UID: f.owner.UID}})
+	}
+	if i%16 == 7 && f.chance(0.5) {
+		// The real ConfigMapSync, for a Secret too: the garbage collector deletes an
+		// object whose owner it cannot find.
+		u.SetOwnerReferences(append(u.GetOwnerReferences(), metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(),
+			Kind: v1alpha1.ConfigMapSyncKind, Name: f.sync.Name, UID: f.sync.UID}))
 	}
 	return u
 }
@@ -698,6 +706,16 @@ var mutations = []func(f *adversary, obj *unstructured.Unstructured) string{
 			"name": f.sync.Name, "uid": string(uuid.NewUUID()), "controller": true})
 		return "controller reference to a " + other
 	},
+	func(_ *adversary, obj *unstructured.Unstructured) string {
+		refs, _, _ := unstructured.NestedSlice(obj.Object, "metadata", "ownerReferences")
+		if len(refs) == 0 {
+			return "no owner reference to rewrite"
+		}
+		ref := refs[0].(map[string]any)
+		ref["apiVersion"], ref["kind"] = v1alpha1.GroupVersion.String(), obj.GetKind()+"Sync"
+		must0(unstructured.SetNestedSlice(obj.Object, refs, "metadata", "ownerReferences"))
+		return "an owner reference rewritten in place into a " + obj.GetKind() + "Sync's"
+	},
 	func(f *adversary, obj *unstructured.Unstructured) string {
 		addOwner(obj, map[string]any{"apiVersion": v1alpha1.GroupVersion.String(), "kind": obj.GetKind() + "Sync",
 			"name": f.sync.Name, "uid": string(uuid.NewUUID()), "controller": true, "blockOwnerDeletion": f.chance(0.5)})
@@ -813,7 +831,8 @@ func admitsUpdate(old, next *unstructured.Unstructured, mayTakeOver bool) verdic
 }
 
 // gainsAMarker: next carries a source annotation old did not (or another one), or an
-// owner reference to a ConfigMapSync, SecretSync or ObjectSync whose uid old's do not.
+// owner reference to a ConfigMapSync, SecretSync or ObjectSync that old does not (an
+// owner reference rewritten in place, uid kept, is another one).
 func gainsAMarker(old, next *unstructured.Unstructured) bool {
 	if claim, ok := next.GetAnnotations()[v1alpha1.SourceAnnotation]; ok {
 		if was, ok := old.GetAnnotations()[v1alpha1.SourceAnnotation]; !ok || was != claim {
@@ -823,7 +842,7 @@ func gainsAMarker(old, next *unstructured.Unstructured) bool {
 	return slices.ContainsFunc(next.GetOwnerReferences(), func(r metav1.OwnerReference) bool {
 		return strings.HasPrefix(r.APIVersion, v1alpha1.GroupVersion.Group+"/") &&
 			slices.Contains([]string{v1alpha1.ConfigMapSyncKind, "SecretSync", "ObjectSync"}, r.Kind) &&
-			!slices.ContainsFunc(old.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == r.UID })
+			!slices.ContainsFunc(old.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return sameOwner(o, r) })
 	})
 }
 
