@@ -55,7 +55,7 @@ func metadataBytes(labels, annotations map[string]string) int64 {
 }
 
 // contentHashBytes is what the content-hash label adds to a replica's metadata.
-const contentHashBytes = int64(len(v1alpha1.ContentHashLabel) + 40)
+const contentHashBytes = int64(len(v1alpha1.ContentHashLabel) + contentHashLength)
 
 // checkReplicaMetadata says why a replica whose labels and annotations take n bytes
 // cannot be written: more than MaxReplicaMetadataBytes; or nil.

@@ -11,6 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// contentHashLength is the length of a content hash: a label value holds at most 63.
+const contentHashLength = 40
+
 // contentHash is the value of the content-hash label of a replica holding c: a
 // SHA-256 of every part of the content (an object's fields in JSON), each written with its length so that no two
 // contents write the same bytes, cut to 40 hex characters like the source-id label
@@ -32,7 +35,7 @@ func contentHash(c Content) string {
 		field(h, "fields")
 		field(h, fieldsJSON(c.Fields))
 	}
-	return hex.EncodeToString(h.Sum(nil))[:40]
+	return hex.EncodeToString(h.Sum(nil))[:contentHashLength]
 }
 
 func hashMap[V string | []byte](h hash.Hash, name string, m map[string]V) {
@@ -71,5 +74,5 @@ func fingerprintOf(name string, labels, annotations map[string]string, owner *me
 	}
 	hashMap(h, "labels", labels)
 	hashMap(h, "annotations", annotations)
-	return hex.EncodeToString(h.Sum(nil))[:40]
+	return hex.EncodeToString(h.Sum(nil))[:contentHashLength]
 }

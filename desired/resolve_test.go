@@ -234,31 +234,42 @@ func TestResolveChecksTheKindOnlyWhenReadWhole(t *testing.T) {
 
 // The bound on a replica's metadata is decided from the source's metadata alone, as
 // from the source read whole: at every size around the bound, with and without the
-// labels stripped, a reader of metadata (kubectl cmsync) and the controller agree.
+// labels stripped, of the annotation form and of a ConfigMapSync (whose source's
+// strip-metadata applies), a reader of metadata (kubectl cmsync) and the controller agree.
 func TestReplicaMetadataBoundNeedsOnlyMetadata(t *testing.T) {
 	policy := Policy{SourceNamespaces: []string{"*"}}
 	namespaces := []Namespace{{Name: "team-a"}}
-	for _, strip := range []string{"", "bulk-*"} {
-		for extra := -3; extra <= 3; extra++ {
-			annotations := map[string]string{v1alpha1.TargetNamespacesAnnotation: "team-a"}
-			if strip != "" {
-				annotations[v1alpha1.StripMetadataAnnotation] = strip
+	key := types.NamespacedName{Namespace: "platform", Name: "labelled"}
+	sync := &v1alpha1.ConfigMapSync{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: v1alpha1.ConfigMapSyncSpec{
+		SourceNamespace: key.Namespace, ConfigMapName: key.Name, ReplicaSpec: v1alpha1.ReplicaSpec{DestinationNamespace: "team-a"}}}
+	for _, explicit := range []v1alpha1.Sync{nil, sync} {
+		resolve := func(cm *corev1.ConfigMap, whole bool) Intent[*corev1.ConfigMap] {
+			src := Source[*corev1.ConfigMap]{Key: key, Meta: cm, Sync: explicit}
+			if whole {
+				src.Object, src.Whole = cm, true
 			}
-			cm := sourceConfigMap("platform", "labelled", annotations, map[string]string{"k": "v"})
-			addLabels(cm, "bulk-", MaxReplicaMetadataBytes/64-16)
-			// Padded to extra bytes over the bound, counting the replica's own markers.
-			cm.Annotations["pad"] = ""
-			unpadded := Resolve(ConfigMapKind{}, AnnotatedSource(cm), namespaces, policy)
-			if unpadded.Invalid != nil {
-				t.Fatalf("strip %q: the unpadded source is Invalid: %v", strip, unpadded.Invalid)
-			}
-			n := metadataBytes(unpadded.Template.labels, unpadded.Template.annotations)
-			cm.Annotations["pad"] = strings.Repeat("p", int(MaxReplicaMetadataBytes-n)+extra)
-			whole := Resolve(ConfigMapKind{}, AnnotatedSource(cm), namespaces, policy)
-			metaOnly := Resolve(ConfigMapKind{}, Source[*corev1.ConfigMap]{Key: types.NamespacedName{Namespace: "platform", Name: "labelled"}, Meta: cm},
-				namespaces, policy)
-			if fmt.Sprint(whole.Invalid) != fmt.Sprint(metaOnly.Invalid) || (whole.Invalid != nil) != (extra > 0) {
-				t.Errorf("strip %q, %+d bytes: read whole %v; from metadata %v", strip, extra, whole.Invalid, metaOnly.Invalid)
+			return Resolve(ConfigMapKind{}, src, namespaces, policy)
+		}
+		for _, strip := range []string{"", "bulk-*"} {
+			for extra := -3; extra <= 3; extra++ {
+				annotations := map[string]string{v1alpha1.TargetNamespacesAnnotation: "team-a"}
+				if strip != "" {
+					annotations[v1alpha1.StripMetadataAnnotation] = strip
+				}
+				cm := sourceConfigMap(key.Namespace, key.Name, annotations, map[string]string{"k": "v"})
+				addLabels(cm, "bulk-", MaxReplicaMetadataBytes/64-16)
+				// Padded to extra bytes over the bound, counting the replica's own markers.
+				cm.Annotations["pad"] = ""
+				unpadded := resolve(cm, true)
+				if unpadded.Invalid != nil {
+					t.Fatalf("sync %v, strip %q: the unpadded source is Invalid: %v", explicit != nil, strip, unpadded.Invalid)
+				}
+				n := metadataBytes(unpadded.Template.labels, unpadded.Template.annotations)
+				cm.Annotations["pad"] = strings.Repeat("p", int(MaxReplicaMetadataBytes-n)+extra)
+				whole, metaOnly := resolve(cm, true), resolve(cm, false)
+				if fmt.Sprint(whole.Invalid) != fmt.Sprint(metaOnly.Invalid) || (whole.Invalid != nil) != (extra > 0) {
+					t.Errorf("sync %v, strip %q, %+d bytes: read whole %v; from metadata %v", explicit != nil, strip, extra, whole.Invalid, metaOnly.Invalid)
+				}
 			}
 		}
 	}
