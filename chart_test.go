@@ -556,3 +556,38 @@ func TestChartRefusesAMalformedObjectKind(t *testing.T) {
 		})
 	}
 }
+
+// fullnameOverride names every object of the release, and the admission policy exempts
+// the ServiceAccount so named; the labels kubectl cmsync finds the release by stay.
+func TestChartFullnameOverrideNamesEveryObject(t *testing.T) {
+	objects, err := renderChart(t, "fullnameOverride=replicator")
+	must(t, err)
+	var policies int
+	for _, obj := range objects {
+		name, _ := chartValue(obj, "metadata.name")
+		if !strings.HasPrefix(fmt.Sprint(name), "replicator") {
+			t.Errorf("%v %v is not named by fullnameOverride", obj["kind"], name)
+		}
+		if obj["kind"] == "Deployment" {
+			labels, _ := chartValue(obj, "metadata.labels")
+			if label := labels.(map[string]any)["app.kubernetes.io/name"]; label != "cmsync" {
+				t.Errorf("the Deployment's name label %v, want cmsync (kubectl cmsync finds the release by it)", label)
+			}
+		}
+		if obj["kind"] == "ValidatingAdmissionPolicy" {
+			raw, _ := json.Marshal(obj)
+			if strings.Contains(string(raw), "protect-replicas") {
+				policies++
+				if !strings.Contains(string(raw), "system:serviceaccount:"+chartNamespace+":replicator") {
+					t.Errorf("the protect-replicas policy does not exempt the ServiceAccount replicator")
+				}
+			}
+		}
+	}
+	if policies != 1 {
+		t.Errorf("%d protect-replicas policies rendered", policies)
+	}
+	if _, err := renderChart(t, "fullnameOverride=Not_A_Name"); err == nil {
+		t.Errorf("a fullnameOverride that is no object name was accepted")
+	}
+}
