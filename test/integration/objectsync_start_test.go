@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,25 +69,4 @@ func TestObjectSyncWithNoEnabledKindServedIsInvalid(t *testing.T) {
 			})
 		})
 	}
-}
-
-// Started with only a kind not served, cmsync serves it from its next start once its
-// CRD is installed: the ObjectSync that was Invalid copies its source.
-func TestObjectSyncOfTheOnlyEnabledKindServesItAfterItsCRDIsInstalled(t *testing.T) {
-	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
-	group := "w" + randomSuffix() + ".example.com"
-	kinds := group + "/v1/Widget"
-	running := startController(t, withObjectKinds(t, kinds))
-	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{
-		Source: v1alpha1.ObjectSource{APIVersion: group + "/v1", Kind: "Widget", Namespace: srcNS, Name: "green"}, DestinationNamespace: dst,
-	})
-	waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid)
-
-	src := widget(widgetCRDIn(t, group), srcNS, "green")
-	must(t, unstructured.SetNestedField(src.Object, "green", "spec", "colour"))
-	must(t, k8s.Create(context.Background(), src))
-	running.Stop()
-	startController(t, withObjectKinds(t, kinds))
-	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
-	must(t, k8s.Get(context.Background(), client.ObjectKey{Namespace: dst, Name: "green"}, widget(group, dst, "green")))
 }

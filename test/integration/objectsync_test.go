@@ -451,54 +451,61 @@ func widget(group, namespace, name string) *unstructured.Unstructured {
 	return w
 }
 
-// A custom resource whose CRD is installed after cmsync started: an ObjectSync naming
-// it is Invalid, and cmsync says it must start again to serve it (replicator.Served);
-// started again, it fans the resource out, its schema's defaults included, and writes
-// nothing more. An ObjectSync deleted while cmsync is down loses its replicas at the
-// next start.
+// A custom resource whose CRD is installed after cmsync started, beside kinds it serves
+// or as the only kind enabled: an ObjectSync naming it is Invalid, and cmsync says it
+// must start again to serve it (replicator.Served); started again, it fans the resource
+// out, its schema's defaults included, and writes nothing more. An ObjectSync deleted
+// while cmsync is down loses its replicas at the next start.
 func TestObjectSyncOfACustomResourceInstalledAfterTheStart(t *testing.T) {
-	srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
-	group := "w" + randomSuffix() + ".example.com"
-	kinds := policiesAndLimits + "," + group + "/v1/Widget"
-	running := startController(t, withObjectKinds(t, kinds))
-	gvk := schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Widget"}
-	if !slices.Contains(running.Served.WithoutCRD, gvk) {
-		t.Errorf("Setup's kinds to start again for: %v, want %v among them", running.Served.WithoutCRD, gvk)
-	}
-	sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{
-		Source: v1alpha1.ObjectSource{APIVersion: group + "/v1", Kind: "Widget", Namespace: srcNS, Name: "blue"}, DestinationNamespace: dst,
-	})
-	waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid)
+	for _, tc := range []struct{ name, beside string }{
+		{"beside served kinds", policiesAndLimits + ","},
+		{"the only kind enabled", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srcNS, dst := newNamespace(t, "src", nil), newNamespace(t, "dst", nil)
+			group := "w" + randomSuffix() + ".example.com"
+			kinds := tc.beside + group + "/v1/Widget"
+			running := startController(t, withObjectKinds(t, kinds))
+			gvk := schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Widget"}
+			if !slices.Contains(running.Served.WithoutCRD, gvk) {
+				t.Errorf("Setup's kinds to start again for: %v, want %v among them", running.Served.WithoutCRD, gvk)
+			}
+			sync := newObjectSync(t, v1alpha1.ObjectSyncSpec{
+				Source: v1alpha1.ObjectSource{APIVersion: group + "/v1", Kind: "Widget", Namespace: srcNS, Name: "blue"}, DestinationNamespace: dst,
+			})
+			waitForReady(t, sync, metav1.ConditionFalse, v1alpha1.ReasonInvalid)
 
-	src := widget(widgetCRDIn(t, group), srcNS, "blue")
-	must(t, unstructured.SetNestedField(src.Object, "blue", "spec", "colour"))
-	must(t, k8s.Create(context.Background(), src))
-	if size, _, _ := unstructured.NestedString(src.Object, "spec", "size"); size != "small" {
-		t.Fatalf("the schema's default was not applied: %v", src.Object["spec"])
-	}
+			src := widget(widgetCRDIn(t, group), srcNS, "blue")
+			must(t, unstructured.SetNestedField(src.Object, "blue", "spec", "colour"))
+			must(t, k8s.Create(context.Background(), src))
+			if size, _, _ := unstructured.NestedString(src.Object, "spec", "size"); size != "small" {
+				t.Fatalf("the schema's default was not applied: %v", src.Object["spec"])
+			}
 
-	running.Stop()
-	restarted := startController(t, withObjectKinds(t, kinds))
-	waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
-	replica := widget(group, dst, "blue")
-	must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(replica), replica))
-	if !equality.Semantic.DeepEqual(replica.Object["spec"], src.Object["spec"]) || metav1.GetControllerOf(replica) == nil {
-		t.Errorf("replica spec %v (owner %v), want %v", replica.Object["spec"], replica.GetOwnerReferences(), src.Object["spec"])
-	}
-	assertIdle(t, restarted, 4*time.Second, sync)
+			running.Stop()
+			restarted := startController(t, withObjectKinds(t, kinds))
+			waitForReadyCount(t, sync, metav1.ConditionTrue, v1alpha1.ReasonSynced, "1/1")
+			replica := widget(group, dst, "blue")
+			must(t, k8s.Get(context.Background(), client.ObjectKeyFromObject(replica), replica))
+			if !equality.Semantic.DeepEqual(replica.Object["spec"], src.Object["spec"]) || metav1.GetControllerOf(replica) == nil {
+				t.Errorf("replica spec %v (owner %v), want %v", replica.Object["spec"], replica.GetOwnerReferences(), src.Object["spec"])
+			}
+			assertIdle(t, restarted, 4*time.Second, sync)
 
-	restarted.Stop()
-	must(t, k8s.Delete(context.Background(), sync))
-	startController(t, withObjectKinds(t, kinds))
-	eventually(t, timeout, "the replica and the ObjectSync deleted while cmsync was down gone", func() error {
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(replica), widget(group, dst, "blue")); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the replica: %v", err)
-		}
-		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(sync), &v1alpha1.ObjectSync{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("the ObjectSync: %v", err)
-		}
-		return nil
-	})
+			restarted.Stop()
+			must(t, k8s.Delete(context.Background(), sync))
+			startController(t, withObjectKinds(t, kinds))
+			eventually(t, timeout, "the replica and the ObjectSync deleted while cmsync was down gone", func() error {
+				if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(replica), widget(group, dst, "blue")); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("the replica: %v", err)
+				}
+				if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(sync), &v1alpha1.ObjectSync{}); !apierrors.IsNotFound(err) {
+					return fmt.Errorf("the ObjectSync: %v", err)
+				}
+				return nil
+			})
+		})
+	}
 }
 
 // A Role and a RoleBinding fan out, and stay as they are while idle. A RoleBinding's
