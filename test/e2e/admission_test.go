@@ -267,17 +267,24 @@ func (w *warningCollector) take() string {
 	return out
 }
 
+// warnedAdmin is a cluster administrator's client whose API warnings are collected.
+func warnedAdmin(t *testing.T) (client.Client, *warningCollector) {
+	t.Helper()
+	warnings := &warningCollector{}
+	cfg := rest.CopyConfig(harness.AdminConfig(t))
+	cfg.WarningHandler = warnings
+	user, err := client.New(cfg, client.Options{Scheme: harness.K8s.Scheme()})
+	must(t, err)
+	return user, warnings
+}
+
 // A malformed source annotation gets a warning at once, in the API's response (what
 // kubectl prints), and the source still turns Invalid. Every value the policy warns
 // about is one cmsync itself refuses: the warnings never cry wolf.
 func TestMalformedSourceAnnotationsWarn(t *testing.T) {
 	harness.StartController(t)
 	ctx := context.Background()
-	warnings := &warningCollector{}
-	cfg := rest.CopyConfig(harness.AdminConfig(t))
-	cfg.WarningHandler = warnings
-	user, err := client.New(cfg, client.Options{Scheme: harness.K8s.Scheme()})
-	must(t, err)
+	user, warnings := warnedAdmin(t)
 	src := harness.NewNamespace(t, "platform", nil)
 	harness.DeleteSourcesAtEnd(t, []string{src})
 
@@ -381,11 +388,7 @@ func TestMalformedSourceAnnotationsWarn(t *testing.T) {
 // those labels.Parse (and so cmsync) refuses are warned about.
 func TestSelectorWarningsNeverCryWolf(t *testing.T) {
 	ctx := context.Background()
-	warnings := &warningCollector{}
-	cfg := rest.CopyConfig(harness.AdminConfig(t))
-	cfg.WarningHandler = warnings
-	user, err := client.New(cfg, client.Options{Scheme: harness.K8s.Scheme()})
-	must(t, err)
+	user, warnings := warnedAdmin(t)
 	src := harness.NewNamespace(t, "platform", nil)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
