@@ -8,10 +8,11 @@ import (
 )
 
 // DefaultMaxReplicatedBytes is the default of --max-replicated-bytes: half of etcd's
-// default backend quota (2 GiB), so that no single source can fill etcd on its own,
+// default backend quota (2 GiB), so that no single source's replicas can fill etcd,
 // while 1,000 copies of a ConfigMap near its 1 MiB limit still fit. It bounds one
-// source: many sources each under it are bounded by the namespaces' quotas on
-// ConfigMaps and Secrets, not by cmsync.
+// pass of one source: not how often its owner edits it (each edit writes its replicas
+// again, and etcd keeps each version until compaction), and not many sources each
+// under it, which the namespaces' quotas on ConfigMaps and Secrets bound, not cmsync.
 const DefaultMaxReplicatedBytes = 1 << 30
 
 // Size is the bytes cmsync writes into each replica: its name, the keys and values of

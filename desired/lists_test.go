@@ -41,6 +41,7 @@ func TestListAnnotationsAreBounded(t *testing.T) {
 		{v1alpha1.TargetNamespacesAnnotation, func(i int) string { return fmt.Sprintf("ns-%03d", i) }},
 		{v1alpha1.KeysAnnotation, func(int) string { return "!z*" }},
 		{v1alpha1.StripMetadataAnnotation, func(i int) string { return fmt.Sprintf("example.com/k%03d", i) }},
+		{v1alpha1.TargetSelectorAnnotation, func(i int) string { return fmt.Sprintf("l%03d", i) }},
 	}
 	for _, tt := range tests {
 		resolve := func(n int) Intent[*corev1.ConfigMap] {

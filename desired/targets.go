@@ -172,9 +172,16 @@ func parseTargetAnnotations(namespaces, selector *string) (TargetSpec, error) {
 		}
 	}
 	if selector != nil {
-		var err error
-		if sel, err = parseNamespaceSelector(*selector); err != nil {
-			errs = append(errs, fmt.Errorf("invalid target-selector %q: %w", *selector, err))
+		// Each comma parts a requirement or a value of one; every pass matches them all
+		// against every namespace, so they are bounded as the lists are.
+		err := checkListLength(v1alpha1.TargetSelectorAnnotation, *selector, "select the namespaces by a label they share")
+		if err == nil {
+			if sel, err = parseNamespaceSelector(*selector); err != nil {
+				err = fmt.Errorf("invalid target-selector %q: %w", *selector, err)
+			}
+		}
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
 	spec := newTargetSpec(include, exclude, sel)

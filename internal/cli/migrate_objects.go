@@ -43,12 +43,20 @@ func planHNC(ctx context.Context, s session, namespaces []desired.Namespace, nea
 		return nil, err
 	}
 	h := migrate.HNC{Parents: parents}
-	for _, kind := range hncKinds(s.cluster, config) {
+	propagated, onRequest := hncKinds(s.cluster, config)
+	for _, kind := range propagated {
 		objects, err := objectsOf(ctx, s.cluster, kind, near, "objects HNC propagated")
 		if err != nil {
 			return nil, err
 		}
 		h.Objects = append(h.Objects, objects...)
+	}
+	for _, kind := range onRequest {
+		objects, err := objectsOf(ctx, s.cluster, kind, near, "objects HNC propagated on request")
+		if err != nil {
+			return nil, err
+		}
+		h.OnRequest = append(h.OnRequest, objects...)
 	}
 	return migrate.PlanHNC(h, namespaces, s.controller.migrateController()), nil
 }
@@ -86,9 +94,10 @@ func hncParents(ctx context.Context, s session) (map[string]string, error) {
 	return parents, nil
 }
 
-// hncKinds are the kinds HNC propagates: those its configuration's spec.resources set
-// to propagate, and Roles and RoleBindings always, as the API server names them.
-func hncKinds(c cluster, config *unstructured.Unstructured) []string {
+// hncKinds are the kinds HNC propagates, as the API server names them: those its
+// configuration's spec.resources set to propagate, and Roles and RoleBindings always;
+// and apart, those it propagates only where a source asks.
+func hncKinds(c cluster, config *unstructured.Unstructured) (propagated, onRequest []string) {
 	resources := migrate.HNCEnforced
 	entries, _, _ := unstructured.NestedSlice(config.Object, "spec", "resources")
 	for _, e := range entries {
@@ -98,17 +107,21 @@ func hncKinds(c cluster, config *unstructured.Unstructured) []string {
 		mode, _ := m["mode"].(string)
 		resources = append(resources, migrate.HNCResource{Group: group, Resource: resource, Mode: mode})
 	}
-	kinds := sets.New[string]()
+	kinds, asked := sets.New[string](), sets.New[string]()
 	for _, r := range resources {
-		if !r.HNCPropagates() {
+		into := kinds
+		switch {
+		case r.HNCPropagatesOnRequest():
+			into = asked
+		case !r.HNCPropagates():
 			continue
 		}
 		gvk, err := c.client.RESTMapper().KindFor(schema.GroupVersionResource{Group: r.Group, Resource: r.Resource})
 		if err == nil {
-			kinds.Insert(pluginKindOf(gvk))
+			into.Insert(pluginKindOf(gvk))
 		}
 	}
-	return sets.List(kinds)
+	return sets.List(kinds), sets.List(asked.Difference(kinds))
 }
 
 // pluginKindOf is the plugin's name of gvk: ConfigMap and Secret by name, others as

@@ -48,15 +48,24 @@ type HNCResource struct {
 	Mode     string `json:"mode,omitempty"`
 }
 
-// HNCPropagates reports whether HNC copies the objects of a resource into descendant
-// namespaces: mode Propagate (the default) or AllowPropagate (the objects whose
-// propagate annotations ask for it). HNC propagates Roles and RoleBindings always.
+// HNCPropagates reports whether HNC copies every object of a resource into descendant
+// namespaces: mode Propagate (the default). HNC propagates Roles and RoleBindings always.
 func (r HNCResource) HNCPropagates() bool {
-	return r.Mode == "" || r.Mode == hncPropagate || r.Mode == "AllowPropagate"
+	return r.Mode == "" || r.Mode == hncPropagate
 }
 
-// hncPropagate is the mode in which HNC copies every object of a resource.
-const hncPropagate = "Propagate"
+// HNCPropagatesOnRequest reports whether HNC copies only the objects of a resource whose
+// propagate annotations ask for it (mode AllowPropagate). HNC's webhook lets anyone
+// write its inherited-from label on an object of such a resource, so a copy there is no
+// evidence of HNC's: migrate refuses their sources.
+func (r HNCResource) HNCPropagatesOnRequest() bool { return r.Mode == hncAllowPropagate }
+
+// hncPropagate is the mode in which HNC copies every object of a resource;
+// hncAllowPropagate, the one in which it copies those that ask.
+const (
+	hncPropagate      = "Propagate"
+	hncAllowPropagate = "AllowPropagate"
+)
 
 // HNCEnforced are the resources HNC propagates whatever its configuration says.
 var HNCEnforced = []HNCResource{
@@ -73,6 +82,9 @@ type HNC struct {
 	Parents map[string]string
 	// Objects are the metadata of every object of a kind HNC propagates.
 	Objects []Object
+	// OnRequest are the metadata of every object of a kind HNC propagates only when the
+	// source asks (HNCPropagatesOnRequest): their sources are refused.
+	OnRequest []Object
 }
 
 // hncGroup is the copies HNC made of one source.
@@ -80,6 +92,8 @@ type hncGroup struct {
 	source types.NamespacedName
 	kind   Object
 	copies []Object
+	// onRequest: HNC copies the group's kind only where a source asks.
+	onRequest bool
 }
 
 // PlanHNC translates each source HNC propagated — found from its copies, by their
@@ -89,7 +103,7 @@ type hncGroup struct {
 func PlanHNC(h HNC, namespaces []desired.Namespace, controller Controller) []Move {
 	byKey := map[string]Object{}
 	groups := map[string]*hncGroup{}
-	for _, obj := range h.Objects {
+	for i, obj := range slices.Concat(h.Objects, h.OnRequest) {
 		byKey[obj.kindKey()+"|"+key(obj).String()] = obj
 		from := obj.GetLabels()[HNCInheritedFrom]
 		if from == "" || desired.IsReplica(obj) {
@@ -98,7 +112,7 @@ func PlanHNC(h HNC, namespaces []desired.Namespace, controller Controller) []Mov
 		src := types.NamespacedName{Namespace: from, Name: obj.GetName()}
 		id := obj.kindKey() + "|" + src.String()
 		if groups[id] == nil {
-			groups[id] = &hncGroup{source: src, kind: obj}
+			groups[id] = &hncGroup{source: src, kind: obj, onRequest: i >= len(h.Objects)}
 		}
 		groups[id].copies = append(groups[id].copies, obj)
 	}
@@ -116,6 +130,13 @@ func (g *hncGroup) move(parents map[string]string, source Object, found bool, na
 	m := Move{Peer: HNCPeer, Kind: g.kind.Kind, APIVersion: g.kind.APIVersion, Source: g.source}
 	if !found {
 		m.Refused = fmt.Sprintf("the source %s %s its copies' %s label names does not exist", m.Kind, m.Source, HNCInheritedFrom)
+		return m
+	}
+	if g.onRequest {
+		m.Refused = fmt.Sprintf("HNC's configuration copies %s objects only where a source's %s* annotations ask (mode %s), "+
+			"and anyone may write HNC's %s label on one: from the copies alone cmsync cannot tell one HNC made from one written: "+
+			"write its ObjectSync (or ConfigMapSync, SecretSync) with the namespaces you mean", m.Kind, hncPropagatePrefix,
+			hncAllowPropagate, HNCInheritedFrom)
 		return m
 	}
 	if narrowed := hncNarrowing(source); narrowed != "" {

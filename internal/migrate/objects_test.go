@@ -119,6 +119,24 @@ func TestPlanHNC(t *testing.T) {
 	}
 }
 
+// A kind HNC copies only where a source asks (AllowPropagate): anyone may have written
+// HNC's label on an object of it, so no copy is evidence, and its sources are refused.
+func TestPlanHNCRefusesKindsCopiedOnRequest(t *testing.T) {
+	copyLabels := map[string]string{HNCInheritedFrom: "org", "app.kubernetes.io/managed-by": HNCGroup}
+	asked := HNC{Parents: map[string]string{"team-a": "org"}, OnRequest: []Object{
+		object("Secret", "org", "db-root", nil, nil),
+		object("Secret", "team-a", "db-root", copyLabels, nil),
+	}}
+	if m := moveOf(t, PlanHNC(asked, namespacesNamed("org", "team-a"), enabled()), "Secret", "org/db-root", HNCPeer); !strings.Contains(m.Refused,
+		"mode AllowPropagate") || m.SecretSync != nil || len(m.TakeOver) > 0 {
+		t.Errorf("a Secret of a kind HNC copies on request: %+v, want it refused", m)
+	}
+	onRequest := HNCResource{Resource: "secrets", Mode: "AllowPropagate"}
+	if !onRequest.HNCPropagatesOnRequest() || onRequest.HNCPropagates() || !(HNCResource{Resource: "secrets"}).HNCPropagates() {
+		t.Errorf("HNC's modes read wrong")
+	}
+}
+
 // isBelow walks the tree up, and a cycle ends the walk.
 func TestIsBelow(t *testing.T) {
 	parents := map[string]string{"a": "b", "b": "c", "x": "y", "y": "x"}

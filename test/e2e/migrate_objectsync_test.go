@@ -106,18 +106,58 @@ func TestMigrateFromHNC(t *testing.T) {
 	expectFollowsSource(t, org, copies[:3])
 }
 
+// A tenant who may edit one namespace below another in HNC's tree, where HNC copies
+// ConfigMaps only from sources that ask (mode AllowPropagate), writes HNC's label on a
+// ConfigMap of their own, naming a source HNC never copied to them. An administrator's
+// kubectl cmsync migrate --apply must not make cmsync copy that source to them: the move
+// is refused, saying why, nothing is created and the tenant's ConfigMap stays theirs.
+func TestTenantCannotGetASourceThroughAForgedHNCCopy(t *testing.T) {
+	harness.SkipOnExistingCluster(t)
+	hncCluster(t, "configmaps:AllowPropagate")
+	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
+	harness.StartController(t, "--object-kinds="+networkPolicies)
+	ctx := context.Background()
+	org, team := harness.NewNamespace(t, "hnc-org", nil), harness.NewNamespace(t, "hnc-team", nil)
+	must(t, harness.K8s.Create(ctx, hncObject("HierarchyConfiguration", team, migrate.HierarchyName, map[string]any{"parent": org})))
+	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "db-root"},
+		Data: map[string]string{"password": "not for tenants"}}))
+	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "db-root",
+		Labels: map[string]string{migrate.HNCInheritedFrom: org, "app.kubernetes.io/managed-by": migrate.HNCGroup}}}
+	must(t, editorIn(t, team).Create(ctx, forged))
+
+	var plan cli.Migration
+	harness.PluginJSON(t, &plan, "migrate", "--apply", "--controller-namespace", release)
+	m := moveFrom(t, plan, migrate.HNCPeer, "ConfigMap", org+"/db-root")
+	if !strings.Contains(m.Refused, "mode AllowPropagate") || m.ConfigMapSync != nil || len(m.TakeOver) > 0 {
+		t.Errorf("the forged copy's move: %+v, want it refused", m)
+	}
+	var syncs v1alpha1.ConfigMapSyncList
+	must(t, harness.K8s.List(ctx, &syncs))
+	for _, s := range syncs.Items {
+		if s.Spec.SourceNamespace == org {
+			t.Errorf("migrate made ConfigMapSync %s of %s/%s", s.Name, org, s.Spec.ConfigMapName)
+		}
+	}
+	expectUnchanged(t, []client.Object{forged})
+}
+
 // hncCluster installs HNC's CRDs and its one HNCConfiguration, propagating the
-// resources ("group/resource", or "resource" of the core group), until the test ends.
+// resources ("group/resource", or "resource" of the core group, in mode Propagate
+// unless ":Mode" follows), until the test ends.
 func hncCluster(t *testing.T, resources ...string) {
 	t.Helper()
 	installCRDs(t, "hnc.x-k8s.io_hncconfigurations.yaml", "hnc.x-k8s.io_hierarchyconfigurations.yaml")
 	entries := make([]any, 0, len(resources))
 	for _, r := range resources {
+		r, mode, found := strings.Cut(r, ":")
+		if !found {
+			mode = "Propagate"
+		}
 		group, resource, found := strings.Cut(r, "/")
 		if !found {
 			group, resource = "", r
 		}
-		entries = append(entries, map[string]any{"group": group, "resource": resource, "mode": "Propagate"})
+		entries = append(entries, map[string]any{"group": group, "resource": resource, "mode": mode})
 	}
 	config := hncObject("HNCConfiguration", "", migrate.HNCConfigName, map[string]any{"resources": entries})
 	must(t, harness.K8s.Create(context.Background(), config))
