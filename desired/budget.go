@@ -8,7 +8,7 @@ import (
 )
 
 // DefaultMaxReplicatedBytes is the default of --max-replicated-bytes: half of etcd's
-// default backend quota (2 GiB), so that no single source's replicas can fill etcd,
+// default backend quota (2 GiB), so that one pass of a single source cannot fill etcd,
 // while 1,000 copies of a ConfigMap near its 1 MiB limit still fit. It bounds one
 // pass of one source: not how often its owner edits it (each edit writes its replicas
 // again, and etcd keeps each version until compaction), and not many sources each

@@ -18,13 +18,13 @@ import (
 // HNC's and Kyverno's kinds the plugin reads.
 var (
 	hncConfigKind    = schema.GroupVersionKind{Group: migrate.HNCGroup, Version: migrate.HNCVersion, Kind: "HNCConfiguration"}
-	hierarchyKind    = schema.GroupVersionKind{Group: migrate.HNCGroup, Version: migrate.HNCVersion, Kind: "HierarchyConfiguration"}
 	clusterPolicyGVK = schema.FromAPIVersionAndKind(migrate.KyvernoAPIVersion, migrate.ClusterPolicyKind)
 	policyGVK        = schema.FromAPIVersionAndKind(migrate.KyvernoAPIVersion, migrate.PolicyKind)
 )
 
-// planHNC plans the moves of what HNC propagated: it reads HNC's configuration, its
-// tree and the objects of every kind HNC propagates. Without HNC's CRDs there is none.
+// planHNC plans the moves of what HNC propagated: it reads HNC's configuration and the
+// objects of every kind HNC propagates; its tree is in the namespaces' labels. Without
+// HNC's CRDs there is none.
 func planHNC(ctx context.Context, s session, namespaces []desired.Namespace, near []string) ([]migrate.Move, error) {
 	config := &unstructured.Unstructured{}
 	config.SetGroupVersionKind(hncConfigKind)
@@ -38,11 +38,7 @@ func planHNC(ctx context.Context, s session, namespaces []desired.Namespace, nea
 	case client.IgnoreNotFound(err) != nil:
 		return nil, fmt.Errorf("reading HNCConfiguration %s: %w", migrate.HNCConfigName, err)
 	}
-	parents, err := hncParents(ctx, s)
-	if err != nil || parents == nil {
-		return nil, err
-	}
-	h := migrate.HNC{Parents: parents}
+	var h migrate.HNC
 	propagated, onRequest := hncKinds(s.cluster, config)
 	for _, kind := range propagated {
 		objects, err := objectsOf(ctx, s.cluster, kind, near, "objects HNC propagated")
@@ -61,67 +57,40 @@ func planHNC(ctx context.Context, s session, namespaces []desired.Namespace, nea
 	return migrate.PlanHNC(h, namespaces, s.controller.migrateController()), nil
 }
 
-// hncParents reads HNC's tree: each namespace's parent, from its HierarchyConfiguration.
-// nil: the user may not read them (recorded).
-func hncParents(ctx context.Context, s session) (map[string]string, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(hierarchyKind.GroupVersion().WithKind(hierarchyKind.Kind + "List"))
-	err := s.client.List(ctx, list)
-	if apierrors.IsForbidden(err) {
-		s.missed.add(mayList(desired.ObjectKindEntry(hierarchyKind), ""), "HNC's hierarchy (HierarchyConfigurations): where HNC propagated")
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("listing HNC's HierarchyConfigurations: %w", err)
-	}
-	parents := map[string]string{}
-	for _, h := range list.Items {
-		if parent, _, _ := unstructured.NestedString(h.Object, "spec", "parent"); h.GetName() == migrate.HierarchyName && parent != "" {
-			parents[h.GetNamespace()] = parent
-		}
-	}
-	// A subnamespace's annotation is HNC's truth for its parent, which HNC copies into
-	// the HierarchyConfiguration on its next pass.
-	namespaces := metadataList(namespaceKind)
-	if err := s.client.List(ctx, namespaces); client.IgnoreNotFound(err) != nil && !apierrors.IsForbidden(err) {
-		return nil, fmt.Errorf("listing namespaces: %w", err)
-	}
-	for _, ns := range namespaces.Items {
-		if parent := ns.Annotations[migrate.HNCSubnamespaceOf]; parent != "" && ns.DeletionTimestamp == nil {
-			parents[ns.Name] = parent
-		}
-	}
-	return parents, nil
-}
-
 // hncKinds are the kinds HNC propagates, as the API server names them: those its
 // configuration's spec.resources set to propagate, and Roles and RoleBindings always;
-// and apart, those it propagates only where a source asks.
+// and apart, those it propagates only where a source asks. A resource listed both ways
+// (HNC's webhook refuses that, but not while it is gone) counts as asked for, but for
+// the two HNC always propagates.
 func hncKinds(c cluster, config *unstructured.Unstructured) (propagated, onRequest []string) {
-	resources := migrate.HNCEnforced
+	kindOf := func(r migrate.HNCResource) (string, bool) {
+		gvk, err := c.client.RESTMapper().KindFor(schema.GroupVersionResource{Group: r.Group, Resource: r.Resource})
+		return pluginKindOf(gvk), err == nil
+	}
+	enforced, kinds, asked := sets.New[string](), sets.New[string](), sets.New[string]()
+	for _, r := range migrate.HNCEnforced {
+		if kind, ok := kindOf(r); ok {
+			enforced.Insert(kind)
+		}
+	}
 	entries, _, _ := unstructured.NestedSlice(config.Object, "spec", "resources")
 	for _, e := range entries {
 		m, _ := e.(map[string]any)
 		group, _ := m["group"].(string)
 		resource, _ := m["resource"].(string)
 		mode, _ := m["mode"].(string)
-		resources = append(resources, migrate.HNCResource{Group: group, Resource: resource, Mode: mode})
-	}
-	kinds, asked := sets.New[string](), sets.New[string]()
-	for _, r := range resources {
-		into := kinds
+		r := migrate.HNCResource{Group: group, Resource: resource, Mode: mode}
+		kind, ok := kindOf(r)
 		switch {
+		case !ok:
 		case r.HNCPropagatesOnRequest():
-			into = asked
-		case !r.HNCPropagates():
-			continue
-		}
-		gvk, err := c.client.RESTMapper().KindFor(schema.GroupVersionResource{Group: r.Group, Resource: r.Resource})
-		if err == nil {
-			into.Insert(pluginKindOf(gvk))
+			asked.Insert(kind)
+		case r.HNCPropagates():
+			kinds.Insert(kind)
 		}
 	}
-	return sets.List(kinds), sets.List(asked.Difference(kinds))
+	asked = asked.Difference(enforced)
+	return sets.List(kinds.Difference(asked).Union(enforced)), sets.List(asked)
 }
 
 // pluginKindOf is the plugin's name of gvk: ConfigMap and Secret by name, others as

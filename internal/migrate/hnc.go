@@ -23,15 +23,14 @@ const (
 	// HNCGroup and HNCVersion serve HNC's configuration kinds.
 	HNCGroup   = "hnc.x-k8s.io"
 	HNCVersion = "v1alpha2"
-	// HNCConfigName is the one HNCConfiguration (cluster-scoped) HNC reads;
-	// HierarchyName the one HierarchyConfiguration of each namespace.
+	// HNCConfigName is the one HNCConfiguration (cluster-scoped) HNC reads.
 	HNCConfigName = "config"
-	HierarchyName = "hierarchy"
 	// HNCInheritedFrom labels every object HNC propagated with its source's namespace.
 	HNCInheritedFrom = HNCGroup + "/inherited-from"
-	// HNCSubnamespaceOf annotates a subnamespace (one a SubnamespaceAnchor made) with its
-	// parent: for HNC the truth, which it writes into the HierarchyConfiguration.
-	HNCSubnamespaceOf = HNCGroup + "/subnamespace-of"
+	// HNCTreeDepth ends the labels HNC writes on each namespace of a hierarchy, one for
+	// the namespace itself and each of its ancestors: "<ancestor>" + HNCTreeDepth, valued
+	// the ancestor's distance ("0" for the namespace itself).
+	HNCTreeDepth = ".tree." + HNCGroup + "/depth"
 	// hncPropagatePrefix begins the annotations that narrow a source's propagation.
 	hncPropagatePrefix = "propagate." + HNCGroup + "/"
 )
@@ -73,13 +72,9 @@ var HNCEnforced = []HNCResource{
 	{Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Mode: hncPropagate},
 }
 
-// HNC is what migrate reads of HNC: the tree, and the objects of the kinds it
-// propagates, sources and copies alike.
+// HNC is what migrate reads of HNC: the objects of the kinds it propagates, sources
+// and copies alike. Its tree is read from the namespaces' labels (HNCTreeDepth).
 type HNC struct {
-	// Parents is each namespace's parent (its HierarchyConfiguration's spec.parent, or
-	// for a subnamespace its hnc.x-k8s.io/subnamespace-of annotation); a root namespace
-	// is absent.
-	Parents map[string]string
 	// Objects are the metadata of every object of a kind HNC propagates.
 	Objects []Object
 	// OnRequest are the metadata of every object of a kind HNC propagates only when the
@@ -119,14 +114,14 @@ func PlanHNC(h HNC, namespaces []desired.Namespace, controller Controller) []Mov
 	moves := make([]Move, 0, len(groups))
 	for _, g := range groups {
 		source, found := byKey[g.kind.kindKey()+"|"+g.source.String()]
-		moves = append(moves, g.move(h.Parents, source, found, namespaces, controller))
+		moves = append(moves, g.move(source, found, namespaces, controller))
 	}
 	sortMoves(moves)
 	return moves
 }
 
 // move is the explicit object that says what HNC did with the group's source.
-func (g *hncGroup) move(parents map[string]string, source Object, found bool, namespaces []desired.Namespace, controller Controller) Move {
+func (g *hncGroup) move(source Object, found bool, namespaces []desired.Namespace, controller Controller) Move {
 	m := Move{Peer: HNCPeer, Kind: g.kind.Kind, APIVersion: g.kind.APIVersion, Source: g.source}
 	if !found {
 		m.Refused = fmt.Sprintf("the source %s %s its copies' %s label names does not exist", m.Kind, m.Source, HNCInheritedFrom)
@@ -148,8 +143,9 @@ func (g *hncGroup) move(parents map[string]string, source Object, found bool, na
 	var below []string
 	var copies []Object
 	for _, c := range g.copies {
-		if !isBelow(parents, c.GetNamespace(), g.source.Namespace) {
-			m.Left = append(m.Left, copyOf(c, "not below "+g.source.Namespace+" in HNC's hierarchy (HierarchyConfiguration "+HierarchyName+")"))
+		if !isBelow(namespaces, c.GetNamespace(), g.source.Namespace) {
+			m.Left = append(m.Left, copyOf(c, "not below "+g.source.Namespace+" in HNC's hierarchy (its namespace has no label "+
+				g.source.Namespace+HNCTreeDepth+" of a depth over 0)"))
 			continue
 		}
 		below, copies = append(below, c.GetNamespace()), append(copies, c)
@@ -161,8 +157,8 @@ func (g *hncGroup) move(parents map[string]string, source Object, found bool, na
 		return m
 	case len(below) > maxDestinationNamespaces:
 		m.Refused = fmt.Sprintf("its copies are in %d namespaces, more than destinationNamespaces holds (%d): write its ObjectSync with a "+
-			"namespaceSelector (HNC's label %s.tree.%s/depth selects the namespaces below it)", len(below), maxDestinationNamespaces,
-			g.source.Namespace, HNCGroup)
+			"namespaceSelector (HNC's label %s%s selects the namespaces below it)", len(below), maxDestinationNamespaces,
+			g.source.Namespace, HNCTreeDepth)
 		return m
 	}
 	explicit := explicitOf(HNCPeer, source, source.GetName(), v1alpha1.ReplicaSpec{DestinationNamespaces: below})
@@ -176,15 +172,17 @@ func (g *hncGroup) move(parents map[string]string, source Object, found bool, na
 	return m
 }
 
-// isBelow reports whether namespace is a descendant of ancestor in the tree parents
-// describe (a cycle, which HNC refuses, ends the walk).
-func isBelow(parents map[string]string, namespace, ancestor string) bool {
-	seen := map[string]bool{}
-	for ns := parents[namespace]; ns != "" && !seen[ns]; ns = parents[ns] {
-		if ns == ancestor {
-			return true
+// isBelow reports whether namespace is a descendant of ancestor in HNC's tree, as HNC
+// labels the namespaces. The labels are HNC's say: they sit on Namespaces, which the
+// editors of a namespace cannot change, whereas a HierarchyConfiguration's parent and
+// a subnamespace's annotation are checked only by HNC's webhook, which the move from
+// HNC removes.
+func isBelow(namespaces []desired.Namespace, namespace, ancestor string) bool {
+	for _, ns := range namespaces {
+		if ns.Name == namespace {
+			depth, ok := ns.Labels[ancestor+HNCTreeDepth]
+			return ok && depth != "" && depth != "0"
 		}
-		seen[ns] = true
 	}
 	return false
 }

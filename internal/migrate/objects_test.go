@@ -29,6 +29,22 @@ func namespacesNamed(names ...string) []desired.Namespace {
 	return out
 }
 
+// inHNCTree labels namespaces as HNC labels a tree of parents: each with its own name
+// and each ancestor's, of their depth (HNCTreeDepth).
+func inHNCTree(namespaces []desired.Namespace, parents map[string]string) []desired.Namespace {
+	for i := range namespaces {
+		ns := &namespaces[i]
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		ns.Labels[ns.Name+HNCTreeDepth] = "0"
+		for depth, up := 1, parents[ns.Name]; up != "" && depth < 100; depth, up = depth+1, parents[up] {
+			ns.Labels[up+HNCTreeDepth] = fmt.Sprint(depth)
+		}
+	}
+	return namespaces
+}
+
 func enabled(kinds ...schema.GroupVersionKind) Controller {
 	c := Controller{Policy: desired.Policy{SourceNamespaces: []string{"*"}}, ConfigMapSyncs: true, ObjectKinds: desired.ObjectKinds{}}
 	for _, k := range kinds {
@@ -44,8 +60,9 @@ func enabled(kinds ...schema.GroupVersionKind) Controller {
 // whose propagate annotations chose its namespaces, are refused with what to do.
 func TestPlanHNC(t *testing.T) {
 	copyLabels := map[string]string{HNCInheritedFrom: "org", "app.kubernetes.io/managed-by": HNCGroup}
+	parents := map[string]string{"team-a": "org", "team-b": "org", "team-b-dev": "team-b", "stray": "elsewhere"}
+	tree := func(names ...string) []desired.Namespace { return inHNCTree(namespacesNamed(names...), parents) }
 	h := HNC{
-		Parents: map[string]string{"team-a": "org", "team-b": "org", "team-b-dev": "team-b", "stray": "elsewhere"},
 		Objects: []Object{
 			networkPolicyObject("org", "deny", nil, nil),
 			networkPolicyObject("org", "narrowed", nil, map[string]string{hncPropagatePrefix + "treeSelect": "!team-b"}),
@@ -58,7 +75,7 @@ func TestPlanHNC(t *testing.T) {
 			networkPolicyObject("team-a", "gone", copyLabels, nil),
 		},
 	}
-	moves := PlanHNC(h, namespacesNamed("org", "team-a", "team-b", "team-b-dev", "stray"), enabled(networkPolicy))
+	moves := PlanHNC(h, tree("org", "team-a", "team-b", "team-b-dev", "stray"), enabled(networkPolicy))
 
 	deny := moveOf(t, moves, "NetworkPolicy", "org/deny", HNCPeer)
 	if deny.Refused != "" || deny.ObjectSync == nil {
@@ -97,23 +114,25 @@ func TestPlanHNC(t *testing.T) {
 		t.Errorf("a copy without its source: %+v", gone)
 	}
 
-	refused := moveOf(t, PlanHNC(h, namespacesNamed("org", "team-a", "team-b-dev"), enabled()), "NetworkPolicy", "org/deny", HNCPeer)
+	refused := moveOf(t, PlanHNC(h, tree("org", "team-a", "team-b-dev"), enabled()), "NetworkPolicy", "org/deny", HNCPeer)
 	if !strings.Contains(refused.Refused, "networking.k8s.io/v1/NetworkPolicy is not in the controller's --object-kinds; enable it with objectSync.kinds") ||
 		len(refused.TakeOver) > 0 || refused.ObjectSync != nil {
 		t.Errorf("a kind the controller does not copy: %+v", refused)
 	}
-	wide := HNC{Parents: map[string]string{}, Objects: []Object{networkPolicyObject("org", "deny", nil, nil)}}
+	wide, wideParents := HNC{Objects: []Object{networkPolicyObject("org", "deny", nil, nil)}}, map[string]string{}
+	wideNames := append(make([]string, 0, maxDestinationNamespaces+2), "org")
 	for i := range maxDestinationNamespaces + 1 {
 		ns := fmt.Sprintf("team-%d", i)
-		wide.Parents[ns] = "org"
+		wideParents[ns], wideNames = "org", append(wideNames, ns)
 		wide.Objects = append(wide.Objects, networkPolicyObject(ns, "deny", copyLabels, nil))
 	}
-	if m := moveOf(t, PlanHNC(wide, nil, enabled(networkPolicy)), "NetworkPolicy", "org/deny", HNCPeer); !strings.Contains(m.Refused, "257 namespaces") {
+	wideTree := inHNCTree(namespacesNamed(wideNames...), wideParents)
+	if m := moveOf(t, PlanHNC(wide, wideTree, enabled(networkPolicy)), "NetworkPolicy", "org/deny", HNCPeer); !strings.Contains(m.Refused, "257 namespaces") {
 		t.Errorf("copies in more namespaces than destinationNamespaces holds: %+v", m.Refused)
 	}
 	notServed := enabled()
 	notServed.ObjectKinds[networkPolicy] = desired.NotServed
-	if m := moveOf(t, PlanHNC(h, namespacesNamed("org", "team-a"), notServed), "NetworkPolicy", "org/deny", HNCPeer); !strings.Contains(m.Refused,
+	if m := moveOf(t, PlanHNC(h, tree("org", "team-a"), notServed), "NetworkPolicy", "org/deny", HNCPeer); !strings.Contains(m.Refused,
 		"the API server does not serve NetworkPolicy.v1.networking.k8s.io: install its CustomResourceDefinition") {
 		t.Errorf("a kind enabled but not served: %+v", m)
 	}
@@ -123,12 +142,19 @@ func TestPlanHNC(t *testing.T) {
 // HNC's label on an object of it, so no copy is evidence, and its sources are refused.
 func TestPlanHNCRefusesKindsCopiedOnRequest(t *testing.T) {
 	copyLabels := map[string]string{HNCInheritedFrom: "org", "app.kubernetes.io/managed-by": HNCGroup}
-	asked := HNC{Parents: map[string]string{"team-a": "org"}, OnRequest: []Object{
+	asked := HNC{OnRequest: []Object{
 		object("Secret", "org", "db-root", nil, nil),
 		object("Secret", "team-a", "db-root", copyLabels, nil),
 	}}
-	if m := moveOf(t, PlanHNC(asked, namespacesNamed("org", "team-a"), enabled()), "Secret", "org/db-root", HNCPeer); !strings.Contains(m.Refused,
-		"mode AllowPropagate") || m.SecretSync != nil || len(m.TakeOver) > 0 {
+	if m := moveOf(
+		t,
+		PlanHNC(asked, inHNCTree(namespacesNamed("org", "team-a"), map[string]string{"team-a": "org"}), enabled()),
+		"Secret",
+		"org/db-root",
+		HNCPeer,
+	); !strings.Contains(m.Refused,
+		"mode AllowPropagate") || m.SecretSync != nil ||
+		len(m.TakeOver) > 0 {
 		t.Errorf("a Secret of a kind HNC copies on request: %+v, want it refused", m)
 	}
 	onRequest := HNCResource{Resource: "secrets", Mode: "AllowPropagate"}
@@ -137,14 +163,16 @@ func TestPlanHNCRefusesKindsCopiedOnRequest(t *testing.T) {
 	}
 }
 
-// isBelow walks the tree up, and a cycle ends the walk.
+// isBelow reads HNC's tree from the namespaces' labels alone: an ancestor's depth label
+// over 0. A namespace's own label (depth 0), a namespace not listed and another
+// namespace's labels do not make it a descendant.
 func TestIsBelow(t *testing.T) {
-	parents := map[string]string{"a": "b", "b": "c", "x": "y", "y": "x"}
+	namespaces := inHNCTree(namespacesNamed("a", "b", "c", "x"), map[string]string{"a": "b", "b": "c"})
 	for _, tc := range []struct {
 		ns, ancestor string
 		want         bool
-	}{{"a", "c", true}, {"a", "b", true}, {"c", "a", false}, {"a", "a", false}, {"x", "z", false}} {
-		if got := isBelow(parents, tc.ns, tc.ancestor); got != tc.want {
+	}{{"a", "c", true}, {"a", "b", true}, {"c", "a", false}, {"a", "a", false}, {"x", "c", false}, {"absent", "c", false}} {
+		if got := isBelow(namespaces, tc.ns, tc.ancestor); got != tc.want {
 			t.Errorf("isBelow(%s, %s) = %v", tc.ns, tc.ancestor, got)
 		}
 	}

@@ -33,8 +33,8 @@ import (
 )
 
 // A cluster HNC served, stopped (its CRDs installed with their real schemas, no HNC
-// controller): a NetworkPolicy propagated from org into three namespaces below it (one
-// a subnamespace two levels down), as
+// controller, its tree in the labels it wrote on the namespaces): a NetworkPolicy
+// propagated from org into three namespaces below it (one two levels down), as
 // HNC's writeObject leaves a copy (the source's content, hnc.x-k8s.io/inherited-from and
 // HNC's managed-by label), a stray copy in a namespace not below org, and a
 // LimitRange, a kind the controller does not copy. kubectl cmsync migrate plans an
@@ -49,15 +49,11 @@ func TestMigrateFromHNC(t *testing.T) {
 	harness.StartController(t, "--object-kinds="+networkPolicies)
 	ctx := context.Background()
 	org, stray := harness.NewNamespace(t, "hnc-org", nil), harness.NewNamespace(t, "hnc-stray", nil)
-	teamA, teamB := harness.NewNamespace(t, "hnc-a", nil), harness.NewNamespace(t, "hnc-b", nil)
-	// A subnamespace: its anchor's annotation names its parent, which HNC had not yet
-	// copied into its HierarchyConfiguration.
-	teamBDev := "hnc-b-dev-" + randomSuffix()
-	must(t, harness.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: teamBDev,
-		Annotations: map[string]string{migrate.HNCSubnamespaceOf: teamB}}}))
-	for child, parent := range map[string]string{teamA: org, teamB: org} {
-		must(t, harness.K8s.Create(ctx, hncObject("HierarchyConfiguration", child, migrate.HierarchyName, map[string]any{"parent": parent})))
-	}
+	teamA, teamB := harness.NewNamespace(t, "hnc-a", hncDepths(org)), harness.NewNamespace(t, "hnc-b", hncDepths(org))
+	teamBDev := harness.NewNamespace(t, "hnc-b-dev", hncDepths(teamB, org))
+	// A HierarchyConfiguration a tenant wrote while HNC's webhook was gone is not HNC's
+	// tree: only the namespaces' labels are.
+	must(t, harness.K8s.Create(ctx, hncObject("HierarchyConfiguration", stray, "hierarchy", map[string]any{"parent": org})))
 
 	must(t, harness.K8s.Create(ctx, defaultDeny(org, "deny")))
 	copies := make([]client.Object, 0, 4)
@@ -117,8 +113,8 @@ func TestTenantCannotGetASourceThroughAForgedHNCCopy(t *testing.T) {
 	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
 	harness.StartController(t, "--object-kinds="+networkPolicies)
 	ctx := context.Background()
-	org, team := harness.NewNamespace(t, "hnc-org", nil), harness.NewNamespace(t, "hnc-team", nil)
-	must(t, harness.K8s.Create(ctx, hncObject("HierarchyConfiguration", team, migrate.HierarchyName, map[string]any{"parent": org})))
+	org := harness.NewNamespace(t, "hnc-org", nil)
+	team := harness.NewNamespace(t, "hnc-team", hncDepths(org))
 	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "db-root"},
 		Data: map[string]string{"password": "not for tenants"}}))
 	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "db-root",
@@ -162,6 +158,15 @@ func hncCluster(t *testing.T, resources ...string) {
 	config := hncObject("HNCConfiguration", "", migrate.HNCConfigName, map[string]any{"resources": entries})
 	must(t, harness.K8s.Create(context.Background(), config))
 	t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), config) })
+}
+
+// hncDepths are the labels HNC writes on a namespace below ancestors, nearest first.
+func hncDepths(ancestors ...string) map[string]string {
+	labels := map[string]string{}
+	for i, a := range ancestors {
+		labels[a+migrate.HNCTreeDepth] = fmt.Sprint(i + 1)
+	}
+	return labels
 }
 
 // hncObject is one of HNC's configuration objects.
@@ -446,8 +451,8 @@ func TestMigrateLeavesACopyThatDiffersFromItsSource(t *testing.T) {
 	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
 	harness.StartController(t, "--object-kinds="+networkPolicies)
 	ctx := context.Background()
-	org, team := harness.NewNamespace(t, "hnc-org", nil), harness.NewNamespace(t, "hnc-a", nil)
-	must(t, harness.K8s.Create(ctx, hncObject("HierarchyConfiguration", team, migrate.HierarchyName, map[string]any{"parent": org})))
+	org := harness.NewNamespace(t, "hnc-org", nil)
+	team := harness.NewNamespace(t, "hnc-a", hncDepths(org))
 	must(t, harness.K8s.Create(ctx, defaultDeny(org, "deny")))
 	loosened := defaultDeny(team, "deny")
 	loosened.Labels = map[string]string{migrate.HNCInheritedFrom: org, "app.kubernetes.io/managed-by": migrate.HNCGroup}
