@@ -28,9 +28,11 @@ func withTenantLabel() controllerOption {
 // reserved) is never changed or deleted: not when the source stops wanting it, not when
 // the source is deleted.
 func TestLeftoverReplicaOfAReservedNameIsNeverTouched(t *testing.T) {
-	c := startController(t)
-	ctx := context.Background()
 	srcNS, first, second := newNamespace(t, "src", nil), newNamespace(t, "dst", nil), newNamespace(t, "dst", nil)
+	// Scoped to the test's namespaces, so that the passes counted below are of its
+	// sources alone, not of other tests' left in the cluster.
+	c := startController(t, withScope(srcNS, first, second))
+	ctx := context.Background()
 	src := newSource(t, srcNS, "ca", map[string]string{v1alpha1.TargetNamespacesAnnotation: first}, map[string]string{"ca.crt": "forged"})
 	waitForReplicasIn(t, src, first)
 	replica, err := getConfigMap(first, "ca")
