@@ -108,13 +108,8 @@ func TestMigrateFromHNC(t *testing.T) {
 // kubectl cmsync migrate --apply must not make cmsync copy that source to them: the move
 // is refused, saying why, nothing is created and the tenant's ConfigMap stays theirs.
 func TestTenantCannotGetASourceThroughAForgedHNCCopy(t *testing.T) {
-	harness.SkipOnExistingCluster(t)
-	hncCluster(t, "configmaps:AllowPropagate")
-	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
-	harness.StartController(t, "--object-kinds="+networkPolicies)
+	release, org, team := hncTeamBelowOrg(t, "configmaps:AllowPropagate")
 	ctx := context.Background()
-	org := harness.NewNamespace(t, "hnc-org", nil)
-	team := harness.NewNamespace(t, "hnc-team", hncDepths(org))
 	must(t, harness.K8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: org, Name: "db-root"},
 		Data: map[string]string{"password": "not for tenants"}}))
 	forged := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "db-root",
@@ -158,6 +153,19 @@ func hncCluster(t *testing.T, resources ...string) {
 	config := hncObject("HNCConfiguration", "", migrate.HNCConfigName, map[string]any{"resources": entries})
 	must(t, harness.K8s.Create(context.Background(), config))
 	t.Cleanup(func() { _ = harness.K8s.Delete(context.Background(), config) })
+}
+
+// hncTeamBelowOrg is a cluster HNC served, propagating resources (as hncCluster), with
+// cmsync running with NetworkPolicies enabled, the release that says so, and a team
+// namespace below an org namespace in HNC's tree.
+func hncTeamBelowOrg(t *testing.T, resources ...string) (release, org, team string) {
+	t.Helper()
+	harness.SkipOnExistingCluster(t)
+	hncCluster(t, resources...)
+	release = objectKindsRelease(t, "--object-kinds="+networkPolicies)
+	harness.StartController(t, "--object-kinds="+networkPolicies)
+	org = harness.NewNamespace(t, "hnc-org", nil)
+	return release, org, harness.NewNamespace(t, "hnc-team", hncDepths(org))
 }
 
 // hncDepths are the labels HNC writes on a namespace below ancestors, nearest first.
@@ -446,13 +454,8 @@ func installCRDs(t *testing.T, files ...string) {
 // content differs from its source; --apply creates the ObjectSync and leaves the copy as
 // it was, and the ObjectSync reports it as a conflict.
 func TestMigrateLeavesACopyThatDiffersFromItsSource(t *testing.T) {
-	harness.SkipOnExistingCluster(t)
-	hncCluster(t, "networking.k8s.io/networkpolicies")
-	release := objectKindsRelease(t, "--object-kinds="+networkPolicies)
-	harness.StartController(t, "--object-kinds="+networkPolicies)
+	release, org, team := hncTeamBelowOrg(t, "networking.k8s.io/networkpolicies")
 	ctx := context.Background()
-	org := harness.NewNamespace(t, "hnc-org", nil)
-	team := harness.NewNamespace(t, "hnc-a", hncDepths(org))
 	must(t, harness.K8s.Create(ctx, defaultDeny(org, "deny")))
 	loosened := defaultDeny(team, "deny")
 	loosened.Labels = map[string]string{migrate.HNCInheritedFrom: org, "app.kubernetes.io/managed-by": migrate.HNCGroup}
